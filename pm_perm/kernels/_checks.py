@@ -1,0 +1,40 @@
+"""Input validation shared by the kernels.
+
+Every public kernel turns user input into a C-contiguous float64 array with these helpers
+before it reaches numba code, so that compiled code never sees a wrong shape, a NaN, or an
+index it does not guard.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def as_float_array(x, name: str, min_ndim: int = 1) -> np.ndarray:
+    """Return ``x`` as a C-contiguous float64 array, rejecting NaN and too few dimensions.
+
+    ``-inf`` is allowed (it means "forbidden"); ``+inf`` and NaN are rejected.
+    """
+    try:
+        arr = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a real-valued array; got {type(x).__name__}") from err
+    if arr.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s); got shape {arr.shape}")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} contains NaN; logits must be real numbers or -inf (forbidden)")
+    if np.isposinf(arr).any():
+        raise ValueError(f"{name} contains +inf; logits must be finite or -inf (forbidden)")
+    return arr
+
+
+def as_square_logits(W, name: str = "logits") -> np.ndarray:
+    """Return ``W`` as a float64 array of shape ``(..., M, M)`` with ``M >= 1``."""
+    arr = as_float_array(W, name, min_ndim=2)
+    if arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(
+            f"{name} must be square in its last two dimensions (..., M, M); got shape {arr.shape}"
+        )
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name} must have M >= 1; got shape {arr.shape}")
+    return arr

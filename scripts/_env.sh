@@ -1,0 +1,36 @@
+# Sourced by the scripts in this folder: finds Python >= 3.12 and makes the project's
+# virtual environment (.venv) with the extras given in $PM_PERM_EXTRAS.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+find_python() {
+  local cand
+  for cand in python3.12 python3.13 python3; do
+    if command -v "$cand" >/dev/null 2>&1 &&
+       "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+      command -v "$cand"; return 0
+    fi
+  done
+  # pyenv installs a python3.12 shim that only works when 3.12 is the selected version
+  for cand in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
+    if [ -x "$cand" ]; then echo "$cand"; return 0; fi
+  done
+  echo "error: pm_perm needs Python >= 3.12 (python3.12 not found)" >&2
+  return 1
+}
+
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  PY="$(find_python)"
+  echo "==> creating $VENV with $PY"
+  "$PY" -m venv "$VENV"
+fi
+STAMP="$VENV/.installed-${PM_PERM_EXTRAS:-base}"
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
+  echo "==> installing pm_perm[${PM_PERM_EXTRAS:-}] into .venv"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e ".[${PM_PERM_EXTRAS:-}]"
+  touch "$STAMP"
+fi
+PYTHON="$VENV/bin/python"
