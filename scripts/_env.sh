@@ -29,8 +29,10 @@ fi
 STAMP="$VENV/.installed-${PM_PERM_EXTRAS:-base}"
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   echo "==> installing pm_perm[${PM_PERM_EXTRAS:-}] into .venv"
-  "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -e ".[${PM_PERM_EXTRAS:-}]"
+  # (this machine's pip config names optional local mirrors; drop its "is ignored" noise)
+  { "$VENV/bin/python" -m pip install -q --upgrade pip &&
+    "$VENV/bin/python" -m pip install -q -e ".[${PM_PERM_EXTRAS:-}]"; } \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   touch "$STAMP"
 fi
 PYTHON="$VENV/bin/python"
