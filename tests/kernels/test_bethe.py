@@ -1,0 +1,129 @@
+"""Tests of the Bethe approximation against brute-force enumeration and known bounds."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from pm_perm.kernels.bethe import (
+    BETHE_MAX_M,
+    BetheConvergenceError,
+    bethe_log_permanent,
+    bethe_log_permanent_and_marginals,
+    bethe_marginals,
+)
+
+
+def _enum(W):
+    M = W.shape[0]
+    P = np.array(list(itertools.permutations(range(M))))
+    s = W[np.arange(M), P].sum(1)
+    lz = logsumexp(s)
+    p = np.exp(s - lz)
+    mar = np.zeros((M, M))
+    for k in range(M):
+        np.add.at(mar, (k, P[:, k]), p)
+    return lz, mar
+
+
+@pytest.mark.parametrize("M", [1, 2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("s", [0.1, 1.0, 3.0])
+def test_lower_bound_gurvits_and_doubly_stochastic(M, s):
+    rng = np.random.default_rng(100 * M + int(10 * s))
+    W = rng.normal(size=(M, M)) * s
+    v, g = bethe_log_permanent_and_marginals(W)
+    lz, _ = _enum(W)
+    # Gurvits: perm_B <= perm <= 2^(M/2) perm_B.
+    assert v <= lz + 1e-9
+    assert lz <= v + 0.5 * M * math.log(2) + 1e-9
+    np.testing.assert_allclose(g.sum(0), 1.0, atol=1e-8)
+    np.testing.assert_allclose(g.sum(1), 1.0, atol=1e-8)
+    assert (g >= 0).all()
+
+
+def test_m1_exact_and_m2_is_max():
+    v, g = bethe_log_permanent_and_marginals(np.array([[0.7]]))
+    assert v == pytest.approx(0.7) and g[0, 0] == pytest.approx(1.0)
+    # For M = 2 the Bethe free energy is linear: perm_B = max(w(identity), w(swap)).
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        W = rng.normal(size=(2, 2))
+        v = bethe_log_permanent(W)
+        assert v == pytest.approx(max(W[0, 0] + W[1, 1], W[0, 1] + W[1, 0]), abs=1e-7)
+
+
+def test_uniform_closed_form():
+    # For the all-ones matrix the beliefs are 1/M and
+    # log perm_B = M log M + M (M - 1) log(1 - 1/M).
+    M = 9
+    v, g = bethe_log_permanent_and_marginals(np.zeros((M, M)))
+    assert v == pytest.approx(M * math.log(M) + M * (M - 1) * math.log1p(-1 / M), abs=1e-9)
+    np.testing.assert_allclose(g, 1 / M, atol=1e-10)
+
+
+@pytest.mark.parametrize("s", [0.1, 1.0, 3.0, 10.0])
+def test_gradient_is_beliefs_finite_differences(s):
+    # Central differences with eps = 1e-5: truncation O(eps^2) plus fixed-point error ~tol/eps;
+    # we require agreement to 1e-6.
+    rng = np.random.default_rng(7)
+    W = rng.normal(size=(6, 6)) * s
+    _, g = bethe_log_permanent_and_marginals(W, tol=1e-12)
+    eps = 1e-5
+    fd = np.empty_like(W)
+    for i in range(6):
+        for j in range(6):
+            Wp = W.copy()
+            Wp[i, j] += eps
+            Wm = W.copy()
+            Wm[i, j] -= eps
+            fd[i, j] = (bethe_log_permanent(Wp, tol=1e-12) - bethe_log_permanent(Wm, tol=1e-12)) / (
+                2 * eps
+            )
+    np.testing.assert_allclose(fd, g, atol=1e-6)
+
+
+def test_forbidden_edges_and_single_permutation():
+    # Upper-triangular with -inf below the diagonal: the identity is the only permutation.
+    M = 5
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(M, M))
+    W[np.tril_indices(M, -1)] = -np.inf
+    v, g = bethe_log_permanent_and_marginals(W)
+    assert v == pytest.approx(np.trace(W), abs=1e-7)
+    np.testing.assert_allclose(g, np.eye(M), atol=1e-7)
+    # -inf entries keep zero belief in general.
+    W = rng.normal(size=(M, M))
+    W[0, 1] = W[2, 3] = -np.inf
+    g = bethe_marginals(W)
+    assert g[0, 1] == 0.0 and g[2, 3] == 0.0
+    lz, mar = _enum(W)
+    assert bethe_log_permanent(W) <= lz + 1e-9
+
+
+def test_batched():
+    rng = np.random.default_rng(11)
+    W = rng.normal(size=(2, 3, 4, 4))
+    v, g = bethe_log_permanent_and_marginals(W)
+    assert v.shape == (2, 3) and g.shape == (2, 3, 4, 4)
+    assert v[1, 2] == pytest.approx(bethe_log_permanent(W[1, 2]))
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="all -inf"):
+        bethe_log_permanent(np.array([[0.0, -np.inf], [-np.inf, -np.inf]]))
+    # Rows/cols non-empty but no perfect matching: rows 0 and 1 both only reach column 0.
+    W = np.full((3, 3), -np.inf)
+    W[0, 0] = W[1, 0] = 0.0
+    W[2, :] = 0.0
+    with pytest.raises(BetheConvergenceError, match="did not converge"):
+        bethe_log_permanent(W, max_iter=200)
+    with pytest.raises(ValueError, match="square"):
+        bethe_log_permanent(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        bethe_log_permanent(np.array([[np.nan]]))
+    with pytest.raises(ValueError, match=f"M <= {BETHE_MAX_M}"):
+        bethe_log_permanent(np.zeros((1, BETHE_MAX_M + 1, BETHE_MAX_M + 1)))
+    with pytest.raises(ValueError, match="tol"):
+        bethe_log_permanent(np.zeros((2, 2)), tol=0.0)
