@@ -11,6 +11,17 @@ permutation_marginals
 max_weight_matching
     The mode of ``PermutationExpFamily``: a max-weight perfect matching (Hungarian algorithm,
     ``scipy.optimize.linear_sum_assignment``), O(M^3).
+bethe_log_permanent (large M)
+    Bethe approximation, a lower bound of ``log perm`` (Gurvits), with its beliefs as gradient;
+    CCCP/Sinkhorn fixed point, O(M^2) per sweep (Vontobel 2013; Huang & Jebara 2009).
+huber_law_sample (large M)
+    Exact accept-reject sampler with the Huber-Law bound (Huber & Law 2008), O(M^2) per trial;
+    fast for dense, moderately spread weights only.
+swap_mcmc / PermutationSwapMetropolis (large M)
+    Transposition Metropolis over permutations; the step method is registered in PyMC's
+    ``STEP_METHODS`` on import so ``pm.sample`` assigns it to latent permutations.
 """
 
 __version__ = "0.1.0"
+
+from pm_perm import step_methods as _step_methods  # noqa: E402,F401  (registers the step)
