@@ -105,7 +105,7 @@ def _numba_bethe_log_permanent(op, node, **kwargs):
             raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
         return np.array(v, dtype=np.float64)
 
-    return bethe_lp_numba, 1
+    return bethe_lp_numba, 2
 
 
 @register_funcify_default_op_cache_key(BetheMarginals)
@@ -124,4 +124,4 @@ def _numba_bethe_marginals(op, node, **kwargs):
             raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
         return g
 
-    return bethe_marg_numba, 1
+    return bethe_marg_numba, 2
