@@ -70,7 +70,7 @@ def _log_h(r):
 
 @njit(cache=True)
 def _scale_core(W2, n_sweeps):
-    """Return (A, log_c) with A in [0, 1], A = exp(W + a_i + b_j - log_c_total)."""
+    """Return (A, log_c): A[i, j] = exp(W + a_i + b_j - m_i) in [0, 1] (row max 1), perm(e^W) = perm(A) e^log_c."""
     M = W2.shape[0]
     a = np.zeros(M)
     b = np.zeros(M)
@@ -95,18 +95,21 @@ def _scale_core(W2, n_sweeps):
             for i in range(M):
                 s += math.exp(W2[i, j] + a[i] - mx)
             b[j] = -(mx + math.log(s))
-    mx = -math.inf
+    # Each row is divided by its own maximum (not the global one): every row then has max 1 and
+    # sum >= 1, where h(r)/e is tight; a row with sum r << 1 would cost a factor ~1/(e r).
+    A = np.empty((M, M))
+    log_c = 0.0
     for i in range(M):
+        mx = -math.inf
         for j in range(M):
             x = W2[i, j] + a[i] + b[j]
             if x > mx:
                 mx = x
-    A = np.empty((M, M))
-    for i in range(M):
         for j in range(M):
             A[i, j] = math.exp(W2[i, j] + a[i] + b[j] - mx)
+        log_c += mx - a[i]
     # perm(B) = perm(A) * exp(log_c)
-    log_c = M * mx - a.sum() - b.sum()
+    log_c -= b.sum()
     return A, log_c
 
 
