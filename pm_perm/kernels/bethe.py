@@ -351,5 +351,8 @@ def bethe_log_permanent(W, tol=1e-9, max_iter=100_000):
 
 
 def bethe_marginals(W, tol=1e-9, max_iter=100_000):
-    """Bethe beliefs approximating ``P(y[i] = j)``; see :func:`bethe_log_permanent_and_marginals`."""
+    """Bethe beliefs approximating ``P(y[i] = j)``.
+
+    See :func:`bethe_log_permanent_and_marginals`.
+    """
     return _run(W, tol, max_iter)[1]

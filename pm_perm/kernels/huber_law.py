@@ -70,7 +70,10 @@ def _log_h(r):
 
 @njit(cache=True)
 def _scale_core(W2, n_sweeps):
-    """Return (A, log_c): A[i, j] = exp(W + a_i + b_j - m_i) in [0, 1] (row max 1), perm(e^W) = perm(A) e^log_c."""
+    """Return (A, log_c): A[i, j] = exp(W + a_i + b_j - m_i) in [0, 1] (row max 1).
+
+    perm(e^W) = perm(A) e^log_c.
+    """
     M = W2.shape[0]
     a = np.zeros(M)
     b = np.zeros(M)
@@ -201,7 +204,10 @@ def huber_law_sample_core(rng, A, n_samples, max_trials):
 
 
 def huber_law_scale(W, n_sweeps=20):
-    """Rescale ONE logit matrix to ``A`` in [0, 1]; returns ``(A, log_c)``, perm(e^W) = perm(A) e^log_c."""
+    """Rescale ONE logit matrix to ``A`` in [0, 1] (same p(y)).
+
+    Returns ``(A, log_c)`` with perm(e^W) = perm(A) e^log_c.
+    """
     arr = as_square_logits(W)
     if arr.ndim != 2:
         raise ValueError(f"huber_law_scale takes one (M, M) matrix; got shape {arr.shape}")
@@ -218,7 +224,9 @@ def huber_law_log_bound(A):
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square matrix; got shape {A.shape}")
     if (A < 0).any() or (A > 1).any() or np.isnan(A).any():
-        raise ValueError("the Huber-Law bound needs entries in [0, 1]; rescale with huber_law_scale")
+        raise ValueError(
+            "the Huber-Law bound needs entries in [0, 1]; rescale with huber_law_scale"
+        )
     return float(_log_bound(A))
 
 

@@ -213,3 +213,21 @@ def test_errors():
         huber_law_sample(W)
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         huber_law_log_bound(np.full((2, 2), 2.0))
+
+
+@pytest.mark.slow
+def test_sample_marginals_match_exact_dp_m20():
+    # M = 20 against the exact DP marginals of pm_perm.kernels.permanent (skipped until it
+    # exists). Same criterion as above: 5 s.e. + 1e-3 per cell, false failure < 3e-4 overall.
+    permanent = pytest.importorskip("pm_perm.kernels.permanent")
+    M = 20
+    rng = np.random.default_rng(M)
+    W = rng.normal(size=(M, M)) * 0.5
+    mar = permanent.permutation_marginals(W)
+    n = 4000
+    s = huber_law_sample(W, size=(n,), rng=M + 1)
+    emp = np.zeros((M, M))
+    np.add.at(emp, (np.broadcast_to(np.arange(M), s.shape), s), 1.0)
+    emp /= n
+    se = np.sqrt(mar * (1 - mar) / n)
+    assert (np.abs(emp - mar) <= 5 * se + 1e-3).all()
