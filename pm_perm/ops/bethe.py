@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.gradient import grad_not_implemented
+from pytensor.gradient import DisconnectedType, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as numba_basic
@@ -20,7 +20,13 @@ from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.kernels.bethe import BETHE_MAX_M, _run, bethe_core
 
-__all__ = ["BetheLogPermanent", "BetheMarginals", "bethe_log_permanent", "bethe_marginals"]
+__all__ = [
+    "BetheLogPermanent",
+    "BetheLogPermanentAndMarginals",
+    "BetheMarginals",
+    "bethe_log_permanent",
+    "bethe_marginals",
+]
 
 
 def _as_logits(W):
@@ -83,7 +89,58 @@ class BetheLogPermanent(Op):
         return [g[..., None, None] * marg]
 
 
-bethe_log_permanent = Blockwise(BetheLogPermanent())
+class BetheLogPermanentAndMarginals(Op):
+    """Both outputs of one Bethe run: ``(log perm_B (), beliefs (M, M))``.
+
+    :func:`bethe_log_permanent` uses this Op so that a graph needing the value and its gradient
+    (logp + dlogp in find_MAP / NUTS) runs the fixed point once, not twice: the pullback of the
+    value output is the (already computed) second output.
+    """
+
+    __props__ = ("tol", "max_iter")
+    gufunc_signature = "(m,m)->(),(m,m)"
+
+    def __init__(self, tol=1e-9, max_iter=100_000):
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+
+    def make_node(self, W):
+        W = _as_logits(W)
+        return Apply(
+            self,
+            [W],
+            [pt.tensor(dtype="float64", shape=()), pt.tensor(dtype="float64", shape=W.type.shape)],
+        )
+
+    def perform(self, node, inputs, output_storage):
+        v, g = _run(inputs[0], self.tol, self.max_iter)
+        output_storage[0][0] = np.asarray(v)
+        output_storage[1][0] = g
+
+    def infer_shape(self, node, input_shapes):
+        return [(), input_shapes[0]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        (W,) = inputs
+        g_v, g_m = cotangents
+        if not isinstance(g_m.type, DisconnectedType):
+            return [grad_not_implemented(self, 0, W, "Hessian of the Bethe free energy")]
+        if isinstance(g_v.type, DisconnectedType):
+            return [pt.zeros_like(W)]
+        return [g_v[..., None, None] * outputs[1]]
+
+
+_bethe_both = Blockwise(BetheLogPermanentAndMarginals())
+
+
+def bethe_log_permanent(W):
+    """Bethe log-permanent of logits ``W`` (..., M, M) -> (...): a lower bound of log perm.
+
+    Gradient = Bethe beliefs, taken from the same fixed-point run (one Op evaluation).
+    """
+    return _bethe_both(W)[0]
+
+
 bethe_marginals = Blockwise(BetheMarginals())
 
 _MAX_M = BETHE_MAX_M
@@ -125,3 +182,22 @@ def _numba_bethe_marginals(op, node, **kwargs):
         return g
 
     return bethe_marg_numba, 2
+
+
+@register_funcify_default_op_cache_key(BetheLogPermanentAndMarginals)
+def _numba_bethe_both(op, node, **kwargs):
+    tol = op.tol
+    max_iter = op.max_iter
+
+    @numba_basic.numba_njit
+    def bethe_both_numba(W):
+        if W.shape[0] > _MAX_M:
+            raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
+        v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
+        if v == -np.inf:
+            raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
+        if not (err <= tol):
+            raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
+        return np.array(v, dtype=np.float64), g
+
+    return bethe_both_numba, 1

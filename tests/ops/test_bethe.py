@@ -65,3 +65,15 @@ def test_find_map_with_bethe_recovers_theta_m100():
     est = np.asarray(fit.posterior["theta"]).reshape(-1)
     print("theta MAP (Bethe):", est)
     np.testing.assert_allclose(est, theta, atol=0.15)
+
+
+def test_value_and_gradient_share_one_fixed_point_run():
+    # logp + dlogp compile to a single Bethe Op application (the gradient reuses output 1).
+    from pm_perm.ops.bethe import BetheLogPermanentAndMarginals, BetheMarginals
+
+    W = pt.matrix("W")
+    lp = bethe_log_permanent(W)
+    f = pytensor.function([W], [lp, pt.grad(lp, W)], mode="FAST_RUN")
+    ops = [type(getattr(n.op, "core_op", n.op)) for n in f.maker.fgraph.apply_nodes]
+    assert ops.count(BetheLogPermanentAndMarginals) == 1
+    assert BetheMarginals not in ops
