@@ -1,0 +1,1 @@
+"""Slow, definitional oracles (enumeration over all permutations / subsets) for tests and benchmarks."""
