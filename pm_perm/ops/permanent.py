@@ -1,0 +1,285 @@
+"""PyTensor Ops for the exact log-permanent and the permutation marginals.
+
+* ``log_permanent(W)``: ``(..., M, M) -> (...)``, ``log perm(exp W)``; its gradient is
+  ``g[..., None, None] * permutation_marginals(W)``.
+* ``permutation_marginals(W)``: ``(..., M, M) -> (..., M, M)``, ``P[i, j] = p(y[i] = j)``.
+
+Both are ``Blockwise`` wrappers of core Ops (signatures ``(m,m)->()`` and ``(m,m)->(m,m)``)
+with numba implementations, so PyTensor's default numba linker and nutpie run them natively.
+A graph that needs the value and the gradient (logp and dlogp in find_MAP or NUTS) would run the
+forward pass twice; the ``specialize`` rewrite ``fuse_log_permanent_and_marginals`` replaces the
+pair by one ``LogPermanentAndMarginals`` node (one forward-backward pass). A graph that needs
+only the value (slice sampling, ``pm.logp``) keeps the cheaper value-only Op.
+
+Inputs with NaN or ``+inf`` give NaN outputs (PyMC's parameter checks turn them into ``-inf``
+log-probabilities or errors upstream); M beyond the exact limit (``EXACT_MAX_M`` and the memory
+budget, fixed when the graph is built) raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType, grad_not_implemented
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import node_rewriter
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.rewriting.basic import register_specialize
+
+from pm_perm.kernels.permanent import (
+    EXACT_MAX_M,
+    check_exact_size,
+    log_permanent_and_marginals_core,
+    log_permanent_core,
+    memory_budget,
+)
+
+__all__ = [
+    "LogPermanent",
+    "LogPermanentAndMarginals",
+    "PermutationMarginals",
+    "exact_max_m",
+    "log_permanent",
+    "log_permanent_and_marginals",
+    "permutation_marginals",
+]
+
+
+def exact_max_m() -> int:
+    """Largest M the exact Ops accept now: ``EXACT_MAX_M`` capped by the memory budget
+    (2 tables of 2^M float64)."""
+    m = EXACT_MAX_M
+    while m > 1 and 2 * 8 * (1 << m) > memory_budget():
+        m -= 1
+    return m
+
+
+def _as_core_logits(W, max_m):
+    W = pt.as_tensor_variable(W)
+    if W.type.ndim != 2:
+        raise TypeError(f"core permanent Op expects a (M, M) matrix; got ndim={W.type.ndim}")
+    if W.type.dtype not in pt.type.float_dtypes:
+        raise TypeError(f"logits must be floating point; got dtype {W.type.dtype}")
+    m0, m1 = W.type.shape
+    if m0 is not None and m1 is not None and m0 != m1:
+        raise ValueError(f"logits must be square (M, M); got static shape {W.type.shape}")
+    for m in (m0, m1):
+        if m is not None and m > max_m:
+            check_exact_size(m)  # raises with the message naming the limit and alternatives
+            raise ValueError(f"M = {m} is beyond the exact limit {max_m} fixed for this graph")
+    return pt.cast(W, "float64")
+
+
+class _PermanentOp(Op):
+    """Shared construction: ``max_m`` is part of the props (and so of the numba cache key)."""
+
+    __props__ = ("max_m",)
+
+    def __init__(self, max_m=None):
+        self.max_m = int(exact_max_m() if max_m is None else max_m)
+
+    def _check_runtime(self, W):
+        if W.shape[-1] != W.shape[-2]:
+            raise ValueError(f"logits must be square (M, M); got shape {W.shape}")
+        if W.shape[-1] > self.max_m:
+            check_exact_size(W.shape[-1])
+            raise ValueError(f"M = {W.shape[-1]} is beyond the exact limit {self.max_m}")
+
+
+class LogPermanent(_PermanentOp):
+    """Core Op ``log perm(exp W)`` for ``W`` (M, M) -> (); see :mod:`pm_perm.kernels.permanent`."""
+
+    gufunc_signature = "(m,m)->()"
+
+    def make_node(self, W):
+        W = _as_core_logits(W, self.max_m)
+        return Apply(self, [W], [pt.tensor(dtype="float64", shape=())])
+
+    def perform(self, node, inputs, output_storage):
+        (W,) = inputs
+        self._check_runtime(W)
+        output_storage[0][0] = np.asarray(_value(np.ascontiguousarray(W)), dtype=np.float64)
+
+    def infer_shape(self, node, input_shapes):
+        return [()]
+
+    def pullback(self, inputs, outputs, cotangents):
+        (W,) = inputs
+        (g,) = cotangents
+        return [g[..., None, None] * Blockwise(PermutationMarginals(self.max_m))(W)]
+
+
+class PermutationMarginals(_PermanentOp):
+    """Core Op ``P[i, j] = p(y[i] = j)`` for ``W`` (M, M) -> (M, M)."""
+
+    gufunc_signature = "(m,m)->(m,m)"
+
+    def make_node(self, W):
+        W = _as_core_logits(W, self.max_m)
+        return Apply(self, [W], [pt.tensor(dtype="float64", shape=W.type.shape)])
+
+    def perform(self, node, inputs, output_storage):
+        (W,) = inputs
+        self._check_runtime(W)
+        output_storage[0][0] = _both(np.ascontiguousarray(W))[1]
+
+    def infer_shape(self, node, input_shapes):
+        return [input_shapes[0]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [grad_not_implemented(self, 0, inputs[0], "second derivatives of log perm")]
+
+
+class LogPermanentAndMarginals(_PermanentOp):
+    """Core Op returning ``(log perm(exp W) (), P (M, M))`` from one forward-backward pass.
+
+    Created by the ``fuse_log_permanent_and_marginals`` rewrite; also usable directly.
+    """
+
+    gufunc_signature = "(m,m)->(),(m,m)"
+
+    def make_node(self, W):
+        W = _as_core_logits(W, self.max_m)
+        outs = [pt.tensor(dtype="float64", shape=()), pt.tensor(dtype="float64", shape=W.type.shape)]
+        return Apply(self, [W], outs)
+
+    def perform(self, node, inputs, output_storage):
+        (W,) = inputs
+        self._check_runtime(W)
+        v, P = _both(np.ascontiguousarray(W))
+        output_storage[0][0] = np.asarray(v, dtype=np.float64)
+        output_storage[1][0] = P
+
+    def infer_shape(self, node, input_shapes):
+        return [(), input_shapes[0]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        (W,) = inputs
+        g_v, g_p = cotangents
+        if not isinstance(g_p.type, DisconnectedType):
+            return [grad_not_implemented(self, 0, W, "second derivatives of log perm")]
+        if isinstance(g_v.type, DisconnectedType):
+            return [pt.zeros_like(W)]
+        return [g_v[..., None, None] * outputs[1]]
+
+
+# ----------------------------------------------------------------------------- kernels used by
+# perform and by the numba implementations (NaN / +inf in -> NaN out, never a hang or a crash)
+
+
+@njit(cache=True)
+def _finite_or_minus_inf(W):
+    for i in range(W.shape[0]):
+        for j in range(W.shape[1]):
+            w = W[i, j]
+            if w != w or w == np.inf:
+                return False
+    return True
+
+
+@njit(cache=True)
+def _value(W):
+    if not _finite_or_minus_inf(W):
+        return np.nan
+    return log_permanent_core(W)
+
+
+@njit(cache=True)
+def _both(W):
+    if not _finite_or_minus_inf(W):
+        return np.nan, np.full(W.shape, np.nan)
+    return log_permanent_and_marginals_core(W)
+
+
+@register_funcify_default_op_cache_key(LogPermanent)
+def _numba_log_permanent(op, node, **kwargs):
+    max_m = op.max_m
+
+    @numba_basic.numba_njit
+    def log_permanent_numba(W):
+        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
+            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
+        return np.array(_value(np.ascontiguousarray(W)), dtype=np.float64)
+
+    return log_permanent_numba, 1
+
+
+@register_funcify_default_op_cache_key(PermutationMarginals)
+def _numba_permutation_marginals(op, node, **kwargs):
+    max_m = op.max_m
+
+    @numba_basic.numba_njit
+    def permutation_marginals_numba(W):
+        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
+            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
+        return _both(np.ascontiguousarray(W))[1]
+
+    return permutation_marginals_numba, 1
+
+
+@register_funcify_default_op_cache_key(LogPermanentAndMarginals)
+def _numba_log_permanent_and_marginals(op, node, **kwargs):
+    max_m = op.max_m
+
+    @numba_basic.numba_njit
+    def log_permanent_and_marginals_numba(W):
+        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
+            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
+        v, P = _both(np.ascontiguousarray(W))
+        return np.array(v, dtype=np.float64), P
+
+    return log_permanent_and_marginals_numba, 1
+
+
+# ----------------------------------------------------------------------------- graph rewrite
+
+
+def _core(node, cls):
+    op = node.op
+    core = op.core_op if isinstance(op, Blockwise) else op
+    return core if isinstance(core, cls) else None
+
+
+@register_specialize
+@node_rewriter([Blockwise, PermutationMarginals])
+def fuse_log_permanent_and_marginals(fgraph, node):
+    """Replace ``LogPermanent(W)`` and ``PermutationMarginals(W)`` by one fused node."""
+    marg = _core(node, PermutationMarginals)
+    if marg is None:
+        return None
+    (W,) = node.inputs
+    for client, _ in fgraph.clients[W]:
+        if isinstance(client, Apply) and client.inputs == [W]:
+            value_core = _core(client, LogPermanent)
+            if value_core is not None and value_core.max_m == marg.max_m:
+                fused = LogPermanentAndMarginals(marg.max_m)
+                fused = fused if not isinstance(node.op, Blockwise) else Blockwise(fused)
+                value, P = fused(W)
+                return {node.outputs[0]: P, client.outputs[0]: value}
+    return None
+
+
+# ----------------------------------------------------------------------------- public helpers
+
+
+def log_permanent(W):
+    """Symbolic exact ``log perm(exp W)`` for logits ``W`` (..., M, M) -> (...).
+
+    Gradient: the permutation marginals (fused with the value by a graph rewrite). Cost
+    O(M 2^M) per matrix; M up to :func:`exact_max_m` (26 by default).
+    """
+    return Blockwise(LogPermanent())(W)
+
+
+def permutation_marginals(W):
+    """Symbolic ``P[..., i, j] = p(y[i] = j)`` for logits ``W`` (..., M, M). No gradient."""
+    return Blockwise(PermutationMarginals())(W)
+
+
+def log_permanent_and_marginals(W):
+    """Symbolic ``(log perm(exp W), P)`` from one fused Op."""
+    return Blockwise(LogPermanentAndMarginals())(W)

@@ -1,0 +1,104 @@
+"""PyTensor Ops of the exact permanent: values, gradients, fusion rewrite, backends, errors."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.gradient import verify_grad
+
+from pm_perm.kernels.permanent import log_permanent_and_marginals as kernel_both
+from pm_perm.ops.permanent import (
+    LogPermanent,
+    LogPermanentAndMarginals,
+    log_permanent,
+    log_permanent_and_marginals,
+    permutation_marginals,
+)
+
+
+def _ops_in(f):
+    """Names of the permanent core Ops in a compiled function (inner graphs included)."""
+    text = pytensor.dprint(f, file="str")
+    names = ("LogPermanent{", "PermutationMarginals{", "LogPermanentAndMarginals{")
+    return {n[:-1]: text.count(n) for n in names}
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_value_gradient_marginals_match_kernel(mode):
+    rng = np.random.default_rng(0)
+    Wv = rng.normal(size=(3, 6, 6))
+    Wv[0, 1, :4] = -np.inf
+    W = pt.tensor3("W")
+    lp = log_permanent(W)
+    f = pytensor.function([W], [lp, pt.grad(lp.sum(), W), permutation_marginals(W)], mode=mode)
+    v, g, m = f(Wv)
+    v_ref, m_ref = kernel_both(Wv)
+    np.testing.assert_allclose(v, v_ref, atol=1e-13)
+    np.testing.assert_allclose(g, m_ref, atol=1e-13)
+    np.testing.assert_allclose(m, m_ref, atol=1e-13)
+    both = pytensor.function([W], list(log_permanent_and_marginals(W)), mode=mode)(Wv)
+    np.testing.assert_allclose(both[0], v_ref, atol=1e-13)
+
+
+def test_value_and_gradient_are_fused_value_alone_is_not():
+    W = pt.tensor3("W")
+    lp = log_permanent(W)
+    f = pytensor.function([W], [lp, pt.grad(lp.sum(), W)])
+    counts = _ops_in(f)
+    assert counts["LogPermanentAndMarginals"] >= 1
+    assert counts["LogPermanent"] == 0 and counts["PermutationMarginals"] == 0
+    counts = _ops_in(pytensor.function([W], lp))
+    assert counts["LogPermanent"] >= 1 and counts["LogPermanentAndMarginals"] == 0
+
+
+@pytest.mark.parametrize("shape", [(5, 5), (2, 4, 4), (1, 1)])
+def test_verify_grad(shape):
+    rng = np.random.default_rng(1)
+    verify_grad(log_permanent, [rng.normal(size=shape)], rng=rng)
+
+
+def test_verify_grad_through_fused_op():
+    rng = np.random.default_rng(2)
+    verify_grad(lambda w: log_permanent_and_marginals(w)[0], [rng.normal(size=(4, 4))], rng=rng)
+
+
+def test_infer_shape_does_not_run_the_kernel():
+    W = pt.tensor3("W")
+    f = pytensor.function([W], [log_permanent(W).shape, permutation_marginals(W).shape])
+    assert not any(_ops_in(f).values())
+    s1, s2 = f(np.zeros((2, 3, 3)))
+    assert tuple(s1) == (2,) and tuple(s2) == (2, 3, 3)
+
+
+def test_nan_in_nan_out_and_errors():
+    W = pt.matrix("W")
+    f = pytensor.function([W], log_permanent(W))
+    assert np.isnan(f(np.array([[0.0, np.nan], [0.0, 0.0]])))
+    assert np.isnan(f(np.array([[0.0, np.inf], [0.0, 0.0]])))
+    assert f(np.array([[0.0, -np.inf], [-np.inf, -np.inf]])) == -np.inf
+    with pytest.raises(ValueError, match="square"):
+        f(np.zeros((2, 3)))
+    with pytest.raises(TypeError, match="floating"):
+        log_permanent(pt.lmatrix("L"))
+    with pytest.raises(ValueError, match="EXACT_MAX_M"):
+        log_permanent(pt.tensor("W", shape=(32, 32)))
+    with pytest.raises(ValueError, match="exact limit"):
+        f(np.zeros((30, 30)))  # dynamic shape: refused at run time, before any allocation
+
+
+def test_memory_budget_sets_the_limit(monkeypatch):
+    monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "1M")
+    op = LogPermanent()
+    assert op.max_m == 16  # 2 x 2^16 x 8 B = 1 MiB fits; 2 x 2^17 x 8 B does not
+    assert LogPermanentAndMarginals(max_m=3).max_m == 3
+
+
+def test_ops_pickle():
+    import pickle
+
+    W = pt.matrix("W")
+    out = log_permanent(W)
+    f = pytensor.function([W], [out, pt.grad(out, W)])
+    g = pickle.loads(pickle.dumps(f))
+    x = np.random.default_rng(3).normal(size=(4, 4))
+    np.testing.assert_allclose(g(x)[0], f(x)[0])
