@@ -1,0 +1,148 @@
+"""PyTensor Ops for the conditional-Bernoulli normaliser (see :mod:`pm_perm.kernels.cardinality`).
+
+``log_esp(theta, k)`` (core signature ``(n),()->()``) is ``log e_k(exp theta)``, the log
+normaliser ``log Z_k`` of the conditional Bernoulli; its gradient with respect to ``theta`` is
+``conditional_marginals(theta, k)`` = ``p(y_d = 1 | sum y = k)`` (``(n),()->(n)``). Both come
+from one two-output Op, :class:`LogESPAndMarginals`, so a graph needing the value and its
+gradient (logp + dlogp in find_MAP / NUTS) runs the dynamic program once. ``k`` is an integer
+input without gradient. Cost O(D k) per vector; ``-inf`` logits are allowed (item never on);
+``k`` outside ``0..#finite logits`` gives ``-inf`` with zero marginals. NaN logits give NaN.
+
+The second derivative (the covariance of ``y`` given ``k``) is not implemented: the gradient of
+``conditional_marginals`` raises ``NullTypeGradError``. :func:`log_expected_topk_gain` is
+therefore written with ``log_esp`` alone, so it can be trained on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+from pytensor.tensor.blockwise import Blockwise
+
+from pm_perm.kernels.cardinality import log_esp_and_marginals_core
+
+__all__ = [
+    "LogESPAndMarginals",
+    "conditional_marginals",
+    "expected_topk_gain",
+    "log_esp",
+    "log_expected_topk_gain",
+]
+
+
+class LogESPAndMarginals(Op):
+    """``(log e_k(exp theta) (), p(y_d = 1 | k) (n,))`` for logits ``theta`` (n,) and count ``k`` ()."""
+
+    __props__ = ()
+    gufunc_signature = "(n),()->(),(n)"
+
+    def make_node(self, theta, k):
+        theta = pt.as_tensor_variable(theta)
+        k = pt.as_tensor_variable(k)
+        if theta.type.ndim != 1 or k.type.ndim != 0:
+            raise TypeError(
+                f"core Op expects logits (n,) and a count (); got ndim {theta.type.ndim} and "
+                f"{k.type.ndim} (use the Blockwise log_esp for batches)"
+            )
+        if theta.type.dtype not in pt.type.float_dtypes + pt.type.int_dtypes:
+            raise TypeError(f"logits must be real; got dtype {theta.type.dtype}")
+        if k.type.dtype not in pt.type.int_dtypes:
+            raise TypeError(f"k must be an integer tensor; got dtype {k.type.dtype}")
+        theta = pt.cast(theta, "float64")
+        k = pt.cast(k, "int64")
+        return Apply(
+            self,
+            [theta, k],
+            [pt.tensor(dtype="float64", shape=()), pt.tensor(dtype="float64", shape=theta.type.shape)],
+        )
+
+    def perform(self, node, inputs, output_storage):
+        theta, k = inputs
+        v, m = log_esp_and_marginals_core(np.ascontiguousarray(theta), int(k))
+        output_storage[0][0] = np.asarray(v, dtype=np.float64)
+        output_storage[1][0] = m
+
+    def infer_shape(self, node, input_shapes):
+        return [(), input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True, True], [False, False]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        theta, k = inputs
+        g_v, g_m = cotangents
+        if not isinstance(g_m.type, DisconnectedType):
+            return [
+                grad_not_implemented(
+                    self, 0, theta, "gradient of the conditional marginals (covariance of y | k)"
+                ),
+                disconnected_type(),
+            ]
+        if isinstance(g_v.type, DisconnectedType):
+            return [pt.zeros_like(theta), disconnected_type()]
+        return [g_v[..., None] * outputs[1], disconnected_type()]
+
+
+_log_esp_both = Blockwise(LogESPAndMarginals())
+
+
+def log_esp(theta, k):
+    """``log e_k(exp theta)`` for logits ``theta`` (..., D) and integer ``k`` (...) -> (...).
+
+    Gradient with respect to ``theta`` = :func:`conditional_marginals`, from the same Op run.
+    Batch dimensions broadcast (statically known length-1 dimensions only, as for any Blockwise).
+    """
+    return _log_esp_both(theta, k)[0]
+
+
+def conditional_marginals(theta, k):
+    """``p(y_d = 1 | sum y = k)``, shape (..., D); no gradient (see the module docstring)."""
+    return _log_esp_both(theta, k)[1]
+
+
+def log_expected_topk_gain(theta, target, K):
+    """Log of the expected top-K gain (Swersky et al. 2012, eq. 8) for one target item.
+
+    ``E[G_K(y, t)] = p(y_target = 1 | sum y = K) = w_t e_{K-1}(w_{-t}) / e_K(w)``, written as
+    ``theta_t + log e_{K-1}(theta with theta_t = -inf) - log e_K(theta)`` so that its gradient
+    needs only first derivatives (two :func:`log_esp` calls).
+
+    Parameters
+    ----------
+    theta : tensor_like of float, shape (..., D)
+    target : tensor_like of int, shape (...)
+        Index of the target class per row.
+    K : tensor_like of int, shape broadcastable to (...)
+        Number of predictions allowed (1 <= K <= D).
+    """
+    theta = pt.as_tensor_variable(theta)
+    target = pt.as_tensor_variable(target)
+    K = pt.as_tensor_variable(K)
+    onehot = pt.eq(pt.arange(theta.shape[-1]), target[..., None])
+    theta_t = pt.sum(pt.switch(onehot, theta, 0.0), axis=-1)
+    rest = pt.switch(onehot, -np.inf, theta)
+    return theta_t + log_esp(rest, K - 1) - log_esp(theta, K)
+
+
+def expected_topk_gain(theta, target, K):
+    """Expected top-K classification gain ``p(y_target = 1 | sum y = K)`` (eq. 8), in [0, 1].
+
+    Use ``pm.Potential("gain", log_expected_topk_gain(...).sum())`` to train on the log, or
+    this quantity for a gain-weighted objective; both are differentiable in ``theta``.
+    """
+    return pt.exp(log_expected_topk_gain(theta, target, K))
+
+
+@register_funcify_default_op_cache_key(LogESPAndMarginals)
+def _numba_log_esp_and_marginals(op, node, **kwargs):
+    @numba_basic.numba_njit
+    def log_esp_and_marginals_numba(theta, k):
+        v, m = log_esp_and_marginals_core(np.ascontiguousarray(theta), k.item())
+        return np.array(v, dtype=np.float64), m
+
+    return log_esp_and_marginals_numba, 1

@@ -1,0 +1,107 @@
+"""Tests of the conditional-Bernoulli PyTensor Ops: value, gradient, batching, backends."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.gradient import NullTypeGradError, verify_grad
+
+from pm_perm.ops.cardinality import (
+    LogESPAndMarginals,
+    conditional_marginals,
+    expected_topk_gain,
+    log_esp,
+    log_expected_topk_gain,
+)
+from pm_perm.reference import subsets as S
+
+# verify_grad compiles many small graphs: the Python VM (calling the same njit kernels) keeps
+# this file fast; the numba backend is covered by the value/gradient and one-Op tests.
+FAST = "FAST_COMPILE"
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_value_and_gradient_against_enumeration(mode):
+    rng = np.random.default_rng(0)
+    D = 7
+    T = rng.normal(size=(D + 1, D)) * 2
+    K = np.arange(D + 1)
+    th, k = pt.matrix("th"), pt.lvector("k")
+    v = log_esp(th, k)
+    f = pytensor.function([th, k], [v, pt.grad(v.sum(), th), conditional_marginals(th, k)], mode=mode)
+    val, grad, marg = f(T, K)
+    for i in range(D + 1):
+        assert val[i] == pytest.approx(S.log_esp(T[i], K[i]), rel=1e-13, abs=1e-13)
+        np.testing.assert_allclose(grad[i], S.conditional_marginals(T[i], K[i]), atol=1e-13)
+    np.testing.assert_array_equal(grad, marg)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_verify_grad(k):
+    rng = np.random.default_rng(k)
+    verify_grad(lambda t: log_esp(t, pt.constant(k)), [rng.normal(size=6)], rng=rng, mode=FAST)
+    verify_grad(lambda t: log_esp(t, pt.constant(k)), [rng.normal(size=(3, 6))], rng=rng, mode=FAST)
+
+
+def test_verify_grad_extreme_logits():
+    rng = np.random.default_rng(2)
+    theta = 50.0 * np.array([1, -1, 1, -1, 1, 0.1])
+    verify_grad(lambda t: log_esp(t, pt.constant(3)), [theta], rng=rng, mode=FAST)
+
+
+def test_one_op_for_value_and_gradient():
+    th = pt.vector("th")
+    v = log_esp(th, 3)
+    f = pytensor.function([th], [v, pt.grad(v, th)])
+    ops = [type(getattr(n.op, "core_op", n.op)) for n in f.maker.fgraph.apply_nodes]
+    assert ops.count(LogESPAndMarginals) == 1
+
+
+def test_infer_shape_does_not_run_the_kernel():
+    th, k = pt.matrix("th"), pt.lvector("k")
+    f = pytensor.function([th, k], [log_esp(th, k).shape, conditional_marginals(th, k).shape])
+    ops = [type(getattr(n.op, "core_op", n.op)) for n in f.maker.fgraph.apply_nodes]
+    assert LogESPAndMarginals not in ops
+    s1, s2 = f(np.zeros((4, 5)), np.zeros(4, dtype=np.int64))
+    assert tuple(s1) == (4,) and tuple(s2) == (4, 5)
+
+
+def test_broadcasting_counts():
+    th = pt.tensor("th", shape=(3, 6))
+    k = pt.tensor("k", dtype="int64", shape=(4, 1))
+    T = np.random.default_rng(1).normal(size=(3, 6))
+    out = log_esp(th, k).eval({th: T, k: np.arange(4)[:, None]}, mode=FAST)
+    assert out.shape == (4, 3)
+    assert out[2, 1] == pytest.approx(S.log_esp(T[1], 2), rel=1e-13)
+
+
+def test_infeasible_count_is_minus_inf_with_zero_gradient():
+    th = pt.vector("th")
+    v = log_esp(th, 3)
+    f = pytensor.function([th], [v, pt.grad(v, th)])
+    val, g = f(np.array([0.0, 1.0, -np.inf]))
+    assert val == -np.inf and np.all(g == 0)
+
+
+def test_bad_types_and_hessian():
+    with pytest.raises(TypeError, match="integer"):
+        log_esp(pt.vector("t"), pt.scalar("k"))
+    th = pt.vector("th")
+    with pytest.raises(NullTypeGradError):
+        pytensor.grad(conditional_marginals(th, 2).sum(), th)
+
+
+def test_expected_topk_gain_against_enumeration_and_gradient():
+    rng = np.random.default_rng(4)
+    D = 6
+    T = rng.normal(size=(3, D))
+    target = np.array([0, 3, 5])
+    th, t = pt.matrix("th"), pt.lvector("t")
+    for K in (1, 2, 4):
+        g = expected_topk_gain(th, t, K).eval({th: T, t: target}, mode=FAST)
+        ref = [S.conditional_marginals(T[i], K)[target[i]] for i in range(3)]
+        np.testing.assert_allclose(g, ref, atol=1e-13)
+    # K = 1 is the softmax probability of the target
+    soft = np.exp(T[np.arange(3), target]) / np.exp(T).sum(-1)
+    np.testing.assert_allclose(expected_topk_gain(th, t, 1).eval({th: T, t: target}, mode=FAST), soft)
+    verify_grad(lambda x: log_expected_topk_gain(x, pt.constant(target), 3), [T], rng=rng, mode=FAST)
