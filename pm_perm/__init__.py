@@ -25,3 +25,8 @@ swap_mcmc / PermutationSwapMetropolis (large M)
 __version__ = "0.1.0"
 
 from pm_perm import step_methods as _step_methods  # noqa: E402,F401  (registers the step)
+from pm_perm.distributions import PermutationExpFamily, edge_logits  # noqa: E402
+from pm_perm.kernels.matching import max_weight_matching  # noqa: E402
+from pm_perm.kernels.permanent import EXACT_MAX_M  # noqa: E402
+
+__all__ = ["EXACT_MAX_M", "PermutationExpFamily", "edge_logits", "max_weight_matching"]

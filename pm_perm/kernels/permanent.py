@@ -410,7 +410,23 @@ def _sampler_table(W):
 
 @njit(cache=True)
 def sample_permutation_core(rng, W):
-    """One exact draw of ``y`` (M,) int64 for one validated (M, M) matrix with ``perm > 0``."""
+    """One exact draw of ``y`` (M,) int64 for one (M, M) logits matrix.
+
+    Checks its input (compiled callers such as PyTensor's numba random variables cannot use the
+    Python validators): raises ``ValueError`` for a non-square matrix, M beyond ``EXACT_MAX_M``,
+    NaN or ``+inf`` logits, or ``perm(exp W) = 0``.
+    """
+    M = W.shape[0]
+    if W.shape[1] != M or M == 0:
+        raise ValueError("logits must be a square (M, M) matrix with M >= 1")
+    if M > EXACT_MAX_M:
+        raise ValueError("M is beyond the exact limit EXACT_MAX_M = 26 of the exact sampler")
+    for i in range(M):
+        for j in range(M):
+            if not (W[i, j] < np.inf):
+                raise ValueError("logits contain NaN or +inf")
+    if not max_weight_assignment_core(W)[3]:
+        raise ValueError("cannot sample: no permutation avoids the -inf logits")
     B, g = _sampler_table(W)
     out = np.empty(W.shape[0], dtype=np.int64)
     _draw_from_table(rng, B, g, out)

@@ -1,0 +1,223 @@
+"""``PermutationExpFamily``: the exponential family over permutations (Petterson et al. 2009).
+
+Value convention: ``y[..., i]`` is the column matched to row ``i`` (for a ranking built with
+:func:`rank_logits`-style weights, row = item and column = rank position).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+import pymc as pm
+from pymc.distributions.dist_math import check_parameters
+from pymc.distributions.shape_utils import rv_size_is_none
+from pymc.pytensorf import constant_fold
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
+from pytensor.tensor.random.op import RandomVariable
+
+from pm_perm.kernels.permanent import (
+    check_exact_size,
+    sample_permutation_core,
+    sample_permutations,
+)
+from pm_perm.ops.matching import max_weight_matching
+from pm_perm.ops.permanent import log_permanent
+
+__all__ = ["PermutationExpFamily", "PermutationExpFamilyRV", "edge_logits"]
+
+
+class PermutationExpFamilyRV(RandomVariable):
+    """Exact draws of permutations: ``logits`` (..., M, M) -> ``y`` (..., M) int64."""
+
+    name = "permutation_exp_family"
+    signature = "(m,m)->(m)"
+    dtype = "int64"
+    _print_name = ("PermutationExpFamily", "\\operatorname{PermutationExpFamily}")
+    #: tells :mod:`pm_perm.step_methods` that values are permutations (swap-move step method)
+    support_is_permutation = True
+
+    @classmethod
+    def rng_fn(cls, rng, logits, size):
+        return sample_permutations(logits, size=size, rng=rng)
+
+
+permutation_exp_family = PermutationExpFamilyRV()
+
+
+@numba_core_rv_funcify.register(PermutationExpFamilyRV)
+def _numba_permutation_exp_family(op, node):
+    @numba_basic.numba_njit
+    def core_draw(rng, logits):
+        return sample_permutation_core(rng, np.ascontiguousarray(logits))
+
+    return core_draw, 1
+
+
+def _check_observed(observed, M):
+    """Reject obviously malformed observed permutations at model build, with the reason."""
+    if observed is None or isinstance(observed, pt.Variable):
+        return
+    try:
+        arr = np.asarray(observed)
+    except Exception:  # e.g. a pm.Data container: checked at run time by logp (-inf)
+        return
+    if arr.dtype == object:
+        return
+    if arr.dtype.kind == "f":
+        if np.isnan(arr).any():
+            raise ValueError(
+                "observed permutations contain NaN; PermutationExpFamily does not impute "
+                "missing permutations. Drop those rows or model them as latent variables."
+            )
+        if not np.all(arr == np.round(arr)):
+            raise ValueError(
+                "observed permutations must be integers (y[i] = column matched to row i); "
+                "got non-integer floats"
+            )
+    elif arr.dtype.kind not in "iu":
+        raise ValueError(f"observed permutations must be integers; got dtype {arr.dtype}")
+    if arr.ndim == 0:
+        raise ValueError("observed permutations must have shape (..., M); got a scalar")
+    if M is not None and arr.shape[-1] != M:
+        raise ValueError(
+            f"observed permutations have length {arr.shape[-1]} but the logits are {M} x {M}"
+        )
+    m = arr.shape[-1]
+    bad = ~np.all(np.sort(arr.reshape(-1, m), axis=-1) == np.arange(m), axis=-1)
+    if bad.any():
+        first = np.unravel_index(int(np.argmax(bad)), arr.shape[:-1])
+        raise ValueError(
+            f"observed[{', '.join(map(str, first))}] = {arr.reshape(-1, m)[np.argmax(bad)]} is not "
+            f"a permutation of 0..{m - 1} ({int(bad.sum())} invalid row(s) in all)"
+        )
+
+
+class PermutationExpFamily(pm.Discrete):
+    r"""Exponential family over permutations with edge logits.
+
+    .. math::
+
+        p(y \mid W) = \frac{\exp\left(\sum_{i=0}^{M-1} W_{i, y_i}\right)}{\operatorname{perm}(\exp W)}
+
+    ========  ==========================================================
+    Support   permutations ``y`` of ``0..M-1``; ``y[i]`` is the column matched to row ``i``
+    Mode      the max-weight perfect matching of ``W`` (:func:`pm_perm.max_weight_matching`)
+    ========  ==========================================================
+
+    Parameters
+    ----------
+    logits : tensor_like of float, shape (..., M, M)
+        Edge logits ``W``; ``-inf`` forbids an edge. NaN / ``+inf`` fail the parameter check;
+        logits under which no permutation has positive probability fail it too.
+    method : {"exact"}
+        ``"exact"``: the normaliser by the subset dynamic program, O(M 2^M) time and 2 x 2^M
+        float64 of memory per distinct logits matrix (with gradient); exact draws from the same
+        tables. M is limited to ``EXACT_MAX_M = 26`` and the memory budget
+        (``PM_PERM_MEMORY_BUDGET``); larger M raises ``ValueError`` naming the alternatives.
+
+    Notes
+    -----
+    ``logp(y) = sum_i W[i, y[i]] - log perm(exp W)``; values that are not permutations get
+    ``-inf``. The gradient with respect to ``W`` is ``onehot(y) - P`` with ``P[i, j] = p(y[i] =
+    j)`` (the marginals), computed in the same forward-backward pass as the normaliser. The
+    normaliser is invariant to adding a constant to a row or column of ``W``, so parameters that
+    only shift rows or columns are not identified by the likelihood: give them proper priors.
+    Observed data that are obviously malformed (floats, wrong length, rows that are not
+    permutations) raise ``ValueError`` when the model is built.
+
+    References
+    ----------
+    J. Petterson, T. Caetano, J. McAuley, J. Yu, "Exponential family graph matching and
+    ranking", NIPS 2009.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pm_perm
+    >>> y = pm_perm.PermutationExpFamily.dist(logits=np.eye(4) * 3.0)
+    >>> pm.draw(y, random_seed=1).shape
+    (4,)
+    >>> float(np.exp(pm.logp(y, np.arange(4)).eval())) > 0.5   # the identity is the mode
+    True
+    """
+
+    rv_type = PermutationExpFamilyRV
+    rv_op = permutation_exp_family
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        if observed is not None:  # before PyMC casts it to int64 or imputes NaNs
+            logits = kwargs.get("logits", args[0] if args else None)
+            M = None
+            if logits is not None:
+                (M,) = constant_fold(
+                    [pt.as_tensor_variable(logits).shape[-1]], raise_not_constant=False
+                )
+                M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
+            _check_observed(observed, M)
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+    @classmethod
+    def dist(cls, logits, method="exact", **kwargs):
+        if method != "exact":
+            raise ValueError(
+                f"method={method!r} is not available; PermutationExpFamily supports "
+                "method='exact' (M <= EXACT_MAX_M)"
+            )
+        logits = pt.as_tensor_variable(logits)
+        if logits.type.ndim < 2:
+            raise ValueError(f"logits must have shape (..., M, M); got ndim={logits.type.ndim}")
+        if logits.type.dtype not in pt.type.float_dtypes:
+            logits = pt.cast(logits, "float64")
+        m0, m1 = logits.type.shape[-2:]
+        if m0 is not None and m1 is not None and m0 != m1:
+            raise ValueError(f"logits must be square in the last two dims; got {logits.type.shape}")
+        if m0 is not None:
+            check_exact_size(m0)  # refuse at once, before any graph is compiled
+        return super().dist([logits], **kwargs)
+
+    def support_point(rv, size, logits):
+        mode = max_weight_matching(logits)
+        if not rv_size_is_none(size):
+            mode = pt.broadcast_to(mode, (*size, logits.shape[-1]))
+        return mode
+
+    def logp(value, logits):
+        M = logits.shape[-1]
+        cols = pt.arange(M)
+        onehot = pt.eq(value[..., :, None], cols)
+        score = pt.sum(pt.switch(onehot, logits, 0.0), axis=(-2, -1))
+        is_perm = pt.all(pt.eq(pt.sort(value, axis=-1), cols), axis=-1)
+        log_z = log_permanent(logits)
+        lp = pt.switch(is_perm, score - log_z, -np.inf)
+        lp = check_parameters(
+            lp,
+            pt.all(pt.lt(logits, np.inf) & ~pt.isnan(logits)),
+            msg="logits must be finite or -inf (no NaN or +inf)",
+        )
+        return check_parameters(
+            lp,
+            pt.all(pt.gt(log_z, -np.inf)),
+            msg="the logits admit no permutation (every one uses a -inf entry)",
+        )
+
+
+def edge_logits(x, theta, forbidden=None):
+    """Edge logits ``W[..., i, j] = <x[..., i, j, :], theta>`` for learned matching.
+
+    Parameters
+    ----------
+    x : tensor_like of float, shape (..., M, M, d)
+        Edge features (e.g. squared differences of point descriptors, Petterson et al. eq. 19).
+    theta : tensor_like of float, shape (d,)
+        Weights (typically a random variable).
+    forbidden : array_like of bool, shape (..., M, M), optional
+        Edges to forbid (their logit becomes ``-inf``).
+
+    Returns
+    -------
+    TensorVariable, shape (..., M, M)
+    """
+    W = pt.dot(pt.as_tensor_variable(x), pt.as_tensor_variable(theta))
+    if forbidden is not None:
+        W = pt.switch(pt.as_tensor_variable(forbidden), -np.inf, W)
+    return W
