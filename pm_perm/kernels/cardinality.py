@@ -51,6 +51,7 @@ __all__ = [
     "log_esp_and_marginals_core",
     "log_esp_all_core",
     "sample_conditional_bernoulli_core",
+    "sample_nchoosek_core",
     "sample_ordinal_core",
     "constrained_count_table",
 ]
@@ -394,6 +395,15 @@ def _draw_categorical(rng, probs):
             if u < acc:
                 return i
     return last
+
+
+@njit(cache=True)
+def sample_nchoosek_core(rng, theta, count_probs):
+    """One draw of ``NChooseK``: ``k ~ count_probs`` (D + 1,), then ``y | k`` exactly."""
+    k = _draw_categorical(rng, count_probs)
+    if k > _n_finite(theta):
+        raise ValueError("NChooseK: drew a count larger than the number of finite logits")
+    return sample_conditional_bernoulli_core(rng, theta, k)
 
 
 @njit(cache=True)

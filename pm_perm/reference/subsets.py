@@ -42,13 +42,14 @@ def binary_vectors(D, k=None):
     """All binary vectors of length D (with exactly ``k`` ones if given), int64 (n, D)."""
     _check_d(D)
     if k is None:
-        return np.array(list(itertools.product([0, 1], repeat=D)), dtype=np.int64).reshape(-1, D)
+        rows = list(itertools.product([0, 1], repeat=D))
+        return np.array(rows, dtype=np.int64).reshape(len(rows), D)
     rows = []
     for c in itertools.combinations(range(D), k):
         y = np.zeros(D, dtype=np.int64)
         y[list(c)] = 1
         rows.append(y)
-    return np.array(rows, dtype=np.int64).reshape(-1, D)
+    return np.array(rows, dtype=np.int64).reshape(len(rows), D)
 
 
 def log_esp(theta, k):
@@ -91,7 +92,8 @@ def nchoosek_log_pmf(theta, count_probs):
 def ordinal_labelings(D, R):
     """All ``R^D`` label vectors with values 0..R-1, int64 (R^D, D)."""
     _check_d(D)
-    return np.array(list(itertools.product(range(R), repeat=D)), dtype=np.int64).reshape(-1, D)
+    rows = list(itertools.product(range(R), repeat=D))
+    return np.array(rows, dtype=np.int64).reshape(len(rows), D)
 
 
 def _log_count_prior(counts, count_probs):
