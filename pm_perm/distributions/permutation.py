@@ -111,7 +111,7 @@ class PermutationExpFamily(pm.Discrete):
         Edge logits ``W``; ``-inf`` forbids an edge. NaN / ``+inf`` fail the parameter check;
         logits under which no permutation has positive probability fail it too.
     method : {"exact"}
-        ``"exact"``: the normaliser by the subset dynamic program, O(M 2^M) time and 2 x 2^M
+        ``"exact"``: the normaliser by the subset dynamic program, O(M 2^M) time and 2^M
         float64 of memory per distinct logits matrix (with gradient); exact draws from the same
         tables. M is limited to ``EXACT_MAX_M = 26`` and the memory budget
         (``PM_PERM_MEMORY_BUDGET``); larger M raises ``ValueError`` naming the alternatives.

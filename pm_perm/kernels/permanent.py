@@ -19,8 +19,9 @@ only positive numbers in ``[0, M!]`` are added, and the relative error of ``log 
 few ulps times ``M`` whatever the spread of the logits. ``-inf`` logits (forbidden edges) become
 exact zeros; if no permutation avoids them, ``log perm = -inf`` and the marginals are all zero.
 
-Cost: value O(M 2^M) time and 2^M float64 of memory; value with marginals, or a sampler table,
-about 3x the time and 2 x 2^M float64. The exact limit is ``EXACT_MAX_M = 26`` (1 GiB of tables)
+Cost: value O(M 2^M) time and one table of 2^M float64 (512 MiB at M = 26); value with
+marginals about 3x the time in the same table (the backward pass overwrites the forward table in
+place); a sampler table the same. The exact limit is ``EXACT_MAX_M = 26``
 and a memory budget (``PM_PERM_MEMORY_BUDGET`` bytes, default 2 GiB); beyond either a
 ``ValueError`` names the approximate methods of :mod:`pm_perm.kernels.bethe`,
 :mod:`pm_perm.kernels.huber_law` and :mod:`pm_perm.kernels.swap_mcmc`.
@@ -30,9 +31,11 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core.types import ExternalFunction
 
 from pm_perm.kernels._checks import as_square_logits
 from pm_perm.kernels.assignment import max_weight_assignment_core
@@ -50,7 +53,7 @@ __all__ = [
     "sample_permutations",
 ]
 
-#: Largest M the exact engine accepts (2 x 2^26 float64 = 1 GiB of tables, ~10 s per call).
+#: Largest M the exact engine accepts (2^26 float64 = 512 MiB of table, ~5-10 s per call).
 EXACT_MAX_M = 26
 
 _DEFAULT_BUDGET = 2 * 2**30
@@ -76,16 +79,13 @@ def memory_budget() -> int:
         ) from err
 
 
-def check_exact_size(M: int, n_tables: int = 2) -> None:
+def check_exact_size(M: int) -> None:
     """Raise ``ValueError`` if an exact computation of size ``M`` is beyond the exact limit.
 
     Parameters
     ----------
     M : int
         Number of rows (= columns) of the logits.
-    n_tables : int
-        Number of 2^M float64 tables the computation needs (1 for the value, 2 for marginals
-        or sampling).
     """
     if M > EXACT_MAX_M:
         raise ValueError(
@@ -94,11 +94,11 @@ def check_exact_size(M: int, n_tables: int = 2) -> None:
             "the Bethe approximation (pm_perm.kernels.bethe, method='bethe'), the Huber-Law "
             "exact sampler (pm_perm.kernels.huber_law) or swap MCMC (pm_perm.kernels.swap_mcmc)."
         )
-    need = n_tables * 8 * (1 << M)
+    need = 8 * (1 << M)  # every exact kernel works in one table of 2^M float64
     budget = memory_budget()
     if need > budget:
         raise ValueError(
-            f"the exact permanent at M = {M} needs {need / 2**30:.2f} GiB of tables, more than "
+            f"the exact permanent at M = {M} needs {need / 2**30:.2f} GiB for its table, more than "
             f"the memory budget of {budget / 2**30:.2f} GiB. Raise PM_PERM_MEMORY_BUDGET (bytes) "
             "if the machine has the memory, or use the Bethe approximation (method='bethe') or "
             "the Huber-Law sampler (pm_perm.kernels.huber_law)."
@@ -334,37 +334,81 @@ def _padded(B):
     return Bp
 
 
+if sys.platform.startswith("linux"):
+    _madvise = ExternalFunction("madvise", types.intc(types.intp, types.uintp, types.intc))
+
+    @njit(cache=True)
+    def _advise_huge_pages(table):
+        """Ask Linux for transparent huge pages on the table (``MADV_HUGEPAGE`` = 14).
+
+        Without it, first-touch page faults of numba's allocations cost as much as the DP itself
+        at M >= 22 on the machines we measured (15 ms of 31 ms at M = 22). Advisory only: a
+        kernel that refuses simply keeps small pages.
+        """
+        huge = 1 << 21
+        addr = table.ctypes.data
+        start = (addr + huge - 1) & ~(huge - 1)
+        end = (addr + table.size * 8) & ~(huge - 1)
+        if end > start:
+            _madvise(start, end - start, 14)
+
+else:
+
+    @njit(cache=True)
+    def _advise_huge_pages(table):
+        """No-op outside Linux."""
+
+
 @njit(cache=True)
-def log_permanent_core(W):
-    """``log perm(exp W)`` for one validated (M, M) float64 matrix (M >= 1)."""
+def _workspace(M):
+    """The one table of 2^max(M, 3) float64 the DP needs (reused across a batch)."""
+    table = np.empty(1 << max(M, 3))
+    if M >= 18:
+        _advise_huge_pages(table)
+    return table
+
+
+@njit(cache=True)
+def _log_permanent_into(W, work):
+    B, shift, feasible = _scaled(W)
+    if not feasible:
+        return -np.inf
+    return math.log(_forward(_padded(B), work)) + shift
+
+
+@njit(cache=True)
+def _log_permanent_and_marginals_into(W, work, out):
+    """Value, and marginals into ``out`` (M, M). The backward pass overwrites the forward table
+    in place: block ``q`` reads its own ``f`` entries before writing ``g`` there, and reads ``g``
+    only from blocks above it, so one table of 2^M doubles suffices."""
+    M = W.shape[0]
+    out[:, :] = 0.0
     B, shift, feasible = _scaled(W)
     if not feasible:
         return -np.inf
     B = _padded(B)
-    f = np.empty(1 << B.shape[0])
-    return math.log(_forward(B, f)) + shift
+    P = np.zeros((B.shape[0], B.shape[0]))
+    perm = _forward(B, work)
+    _backward(B, work, work, P, True)
+    inv = 1.0 / perm
+    for i in range(M):
+        for j in range(M):
+            out[i, j] = P[i, j] * inv
+    return math.log(perm) + shift
+
+
+@njit(cache=True)
+def log_permanent_core(W):
+    """``log perm(exp W)`` for one validated (M, M) float64 matrix (M >= 1)."""
+    return _log_permanent_into(W, _workspace(W.shape[0]))
 
 
 @njit(cache=True)
 def log_permanent_and_marginals_core(W):
     """``(log perm(exp W), P)`` for one validated (M, M) float64 matrix (M >= 1)."""
-    M = W.shape[0]
-    B, shift, feasible = _scaled(W)
-    if not feasible:
-        return -np.inf, np.zeros((M, M))
-    B = _padded(B)
-    Mp = B.shape[0]
-    f = np.empty(1 << Mp)
-    g = np.empty(1 << Mp)
-    P = np.zeros((Mp, Mp))
-    perm = _forward(B, f)
-    _backward(B, f, g, P, True)
-    out = np.empty((M, M))
-    inv = 1.0 / perm
-    for i in range(M):
-        for j in range(M):
-            out[i, j] = P[i, j] * inv
-    return math.log(perm) + shift, out
+    out = np.empty(W.shape)
+    v = _log_permanent_and_marginals_into(W, _workspace(W.shape[0]), out)
+    return v, out
 
 
 @njit(cache=True)
@@ -403,8 +447,8 @@ def _sampler_table(W):
     """Padded scaled weights and their backward table, for :func:`_draw_from_table`."""
     B, _, _ = _scaled(W)
     B = _padded(B)
-    g = np.empty(1 << B.shape[0])
-    _backward(B, g, g, B, False)  # f and P are unused without marginals
+    g = _workspace(B.shape[0])
+    _backward(B, g, g, B, False)  # f and P are not read without marginals
     return B, g
 
 
@@ -437,8 +481,9 @@ def sample_permutation_core(rng, W):
 def _log_permanent_batch(W):
     n = W.shape[0]
     out = np.empty(n)
+    work = _workspace(W.shape[1])
     for b in range(n):
-        out[b] = log_permanent_core(W[b])
+        out[b] = _log_permanent_into(W[b], work)
     return out
 
 
@@ -447,8 +492,9 @@ def _log_permanent_and_marginals_batch(W):
     n, M = W.shape[0], W.shape[1]
     out = np.empty(n)
     P = np.empty((n, M, M))
+    work = _workspace(M)
     for b in range(n):
-        out[b], P[b] = log_permanent_and_marginals_core(W[b])
+        out[b] = _log_permanent_and_marginals_into(W[b], work, P[b])
     return out, P
 
 
@@ -469,9 +515,9 @@ def _sample_batch(rng, W, which, counts, out):
 # ----------------------------------------------------------------------------- public API
 
 
-def _prepare(W, n_tables):
+def _prepare(W):
     arr = as_square_logits(W)
-    check_exact_size(arr.shape[-1], n_tables)
+    check_exact_size(arr.shape[-1])
     return arr, arr.shape[:-2], arr.reshape((-1,) + arr.shape[-2:])
 
 
@@ -500,7 +546,7 @@ def log_permanent(W):
     >>> float(np.exp(log_permanent(np.zeros((4, 4)))))  # perm of the all-ones matrix = 4!
     24.000000000000004
     """
-    arr, batch, flat = _prepare(W, 1)
+    arr, batch, flat = _prepare(W)
     return _log_permanent_batch(flat).reshape(batch)
 
 
@@ -515,9 +561,9 @@ def log_permanent_and_marginals(W):
 
     Notes
     -----
-    About 3x the time of the value alone, 2 x 2^M float64 of memory.
+    About 3x the time of the value alone, the same 2^M float64 of memory.
     """
-    arr, batch, flat = _prepare(W, 2)
+    arr, batch, flat = _prepare(W)
     lp, P = _log_permanent_and_marginals_batch(flat)
     return lp.reshape(batch), P.reshape(arr.shape)
 
@@ -555,7 +601,7 @@ def sample_permutations(W, size=None, rng=None):
     rng = np.random.default_rng(rng)
     arr = as_square_logits(W)
     M = arr.shape[-1]
-    check_exact_size(M, 1)
+    check_exact_size(M)
     wbatch = arr.shape[:-2]
     size = wbatch if size is None else tuple(int(s) for s in np.atleast_1d(size))
     try:

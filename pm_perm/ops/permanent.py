@@ -51,9 +51,9 @@ __all__ = [
 
 def exact_max_m() -> int:
     """Largest M the exact Ops accept now: ``EXACT_MAX_M`` capped by the memory budget
-    (2 tables of 2^M float64)."""
+    (one table of 2^M float64)."""
     m = EXACT_MAX_M
-    while m > 1 and 2 * 8 * (1 << m) > memory_budget():
+    while m > 1 and 8 * (1 << m) > memory_budget():
         m -= 1
     return m
 

@@ -226,9 +226,9 @@ def test_beyond_exact_limit_refuses_at_once():
 
 def test_memory_budget(monkeypatch):
     monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "1M")
-    check_exact_size(16, 2)  # 2 x 2^16 x 8 B = 1 MiB: allowed
+    check_exact_size(17)  # 2^17 x 8 B = 1 MiB: allowed
     with pytest.raises(ValueError, match="memory budget"):
-        check_exact_size(17, 2)
+        check_exact_size(18)
     with pytest.raises(ValueError, match="memory budget"):
         log_permanent(np.zeros((18, 18)))
     monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "lots")

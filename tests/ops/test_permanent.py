@@ -89,7 +89,7 @@ def test_nan_in_nan_out_and_errors():
 def test_memory_budget_sets_the_limit(monkeypatch):
     monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "1M")
     op = LogPermanent()
-    assert op.max_m == 16  # 2 x 2^16 x 8 B = 1 MiB fits; 2 x 2^17 x 8 B does not
+    assert op.max_m == 17  # 2^17 x 8 B = 1 MiB fits; 2^18 x 8 B does not
     assert LogPermanentAndMarginals(max_m=3).max_m == 3
 
 
