@@ -1,0 +1,84 @@
+"""PermutationExpFamily beyond the exact limit: method="bethe" (approximate logp, exact
+Huber-Law draws) and the automatic swap step method for latent permutations."""
+
+import numpy as np
+import pymc as pm
+import pytest
+from pymc.sampling.mcmc import assign_step_methods
+from scipy import stats
+
+from pm_perm import PermutationExpFamily, edge_logits
+from pm_perm.kernels.bethe import bethe_log_permanent_and_marginals
+from pm_perm.reference.permutations import all_permutations, log_permanent_enum
+from pm_perm.step_methods import PermutationSwapMetropolis
+
+
+@pytest.mark.parametrize("M", [6, 40])
+def test_bethe_logp_is_score_minus_bethe_log_permanent(M):
+    rng = np.random.default_rng(M)
+    W = 0.5 * rng.normal(size=(2, M, M))
+    y = PermutationExpFamily.dist(logits=W, method="bethe")
+    d = pm.draw(y, random_seed=1)
+    assert d.shape == (2, M) and np.all(np.sort(d, -1) == np.arange(M))
+    lp = pm.logp(y, d).eval()
+    ref = [W[b][np.arange(M), d[b]].sum() - bethe_log_permanent_and_marginals(W[b])[0]
+           for b in range(2)]
+    np.testing.assert_allclose(lp, ref, atol=1e-10)
+    bad = d.copy()
+    bad[:, 0] = bad[:, 1]
+    assert np.all(pm.logp(y, bad).eval() == -np.inf)
+
+
+def test_bethe_logp_overestimates_exact_logp():
+    """perm_B <= perm (Gurvits), so the Bethe logp is an upper bound of the exact logp."""
+    W = np.random.default_rng(3).normal(size=(6, 6))
+    perms = all_permutations(6)[::37]
+    exact = pm.logp(PermutationExpFamily.dist(logits=W), perms).eval()
+    bethe = pm.logp(PermutationExpFamily.dist(logits=W, method="bethe"), perms).eval()
+    gap = bethe - exact
+    assert np.all(gap >= -1e-9) and np.all(gap <= 3 * np.log(2))
+    np.testing.assert_allclose(gap, gap[0], atol=1e-9)  # the same constant for every y
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_huber_law_draws_chi_square_at_m4(mode):
+    """The Huber-Law draws of method="bethe" are exact: chi-square over all 24 permutations,
+    8,000 draws, fixed seed; fails if p < 1e-4 (false-failure rate 1e-4 per mode)."""
+    W = np.random.default_rng(5).normal(size=(4, 4))
+    draws = pm.draw(PermutationExpFamily.dist(logits=W, method="bethe", size=(8000,)),
+                    random_seed=6, mode=mode)
+    perms = all_permutations(4)
+    p = np.exp(W[np.arange(4), perms].sum(-1) - log_permanent_enum(W))
+    counts = np.array([(draws == q).all(-1).sum() for q in perms])
+    chi2 = ((counts - 8000 * p) ** 2 / (8000 * p)).sum()
+    assert stats.chi2.sf(chi2, 23) > 1e-4
+
+
+def test_method_choice_and_limits():
+    with pytest.raises(ValueError, match="EXACT_MAX_M.*bethe"):
+        PermutationExpFamily.dist(logits=np.zeros((30, 30)))
+    PermutationExpFamily.dist(logits=np.zeros((30, 30)), method="bethe")  # accepted
+    with pytest.raises(ValueError, match="method"):
+        PermutationExpFamily.dist(logits=np.zeros((3, 3)), method="huber")
+
+
+def test_find_map_with_bethe_on_m40():
+    """Bethe MAP on 6 graphs of M = 40 (data drawn exactly by Huber-Law) lands near theta."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(6, 40, 40, 2))
+    theta = np.array([0.8, -0.4])
+    y = pm.draw(PermutationExpFamily.dist(logits=x @ theta, method="bethe"), random_seed=8)
+    with pm.Model():
+        th = pm.Normal("theta", 0, 2, shape=2)
+        PermutationExpFamily("y", logits=edge_logits(x, th), method="bethe", observed=y)
+        fit = pm.find_MAP(progressbar=False, return_inferencedata=True, jitter=False)
+    est = fit.posterior["theta"].values.ravel()
+    assert np.all(np.abs(est - theta) < 0.2), est
+
+
+def test_latent_permutation_gets_the_swap_step():
+    W = np.random.default_rng(9).normal(size=(5, 5))
+    with pm.Model() as model:
+        PermutationExpFamily("y", logits=W)
+        _, selected = assign_step_methods(model, None)
+    assert [v.name for v in selected[PermutationSwapMetropolis]] == ["y"]
