@@ -379,7 +379,7 @@ def _simulated_nck(seed=0, N=200, D=6):
     return theta, pk, Y
 
 
-def test_find_map_and_short_sampling_smoke():
+def test_find_map_and_short_sampling_smoke(fast_mode):
     theta, pk, Y = _simulated_nck(N=100)
     D = theta.size
     with pm.Model(coords={"obs": range(len(Y)), "item": range(D), "count": range(D + 1)}):
@@ -398,6 +398,8 @@ def test_find_map_and_short_sampling_smoke():
             draws=20, tune=10, chains=1, random_seed=1, progressbar=False, step=pm.Slice()
         )
         pp = pm.sample_posterior_predictive(idata, random_seed=1, progressbar=False)
+        prior = pm.sample_prior_predictive(draws=20, random_seed=1)
+    assert prior.prior_predictive["y"].shape == (1, 20, len(Y), D)
     assert idata.posterior["theta"].shape == (1, 60, D)
     assert idata_slice.posterior["count_probs"].shape == (1, 20, D + 1)
     ypp = pp.posterior_predictive["y"].values
