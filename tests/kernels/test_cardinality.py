@@ -144,6 +144,16 @@ def test_sampler_goodness_of_fit(theta, k):
     assert _gof_pvalue(draws, theta, k) > 1e-3
 
 
+@pytest.mark.parametrize("D", range(2, 9))
+def test_sampler_goodness_of_fit_each_size(D):
+    # k = D // 2, logits N(0, 1): smallest cell expectation > 5 at 20,000 draws for these seeds.
+    # Threshold p > 1e-3 (0.1% false-failure rate per size for a random seed).
+    theta = np.random.default_rng(100 + D).normal(size=D)
+    k = D // 2
+    draws = C.sample_conditional_bernoulli(theta, k, size=(20000,), rng=D)
+    assert _gof_pvalue(draws, theta, k) > 1e-3
+
+
 def test_sampler_large_D_marginals():
     # Sample marginals at D = 300 against the exact marginals: 4,000 draws; each marginal's
     # standard error is <= 0.008, tolerance 5 s.e. + 1e-3 (false failure < 1e-4 overall).
