@@ -252,7 +252,7 @@ def _numba_conditional_bernoulli(op, node):
             raise ValueError("ConditionalBernoulli: k must be in 0..number of finite logits")
         return sample_conditional_bernoulli_core(rng, th, kk)
 
-    return core, 1
+    return core, 2  # bump when the kernels change
 
 
 # ----------------------------------------------------------------------------- NChooseK
@@ -375,7 +375,7 @@ def _numba_n_choose_k(op, node):
             raise ValueError("NChooseK: count_probs must have D + 1 entries")
         return sample_nchoosek_core(rng, np.ascontiguousarray(logits), np.ascontiguousarray(count_probs))
 
-    return core, 1
+    return core, 2  # bump when the kernels change
 
 
 # ----------------------------------------------------------------------------- OrdinalNChooseK
@@ -616,4 +616,4 @@ def _numba_ordinal_n_choose_k(op, node):
             rng, np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
         )
 
-    return core, 1
+    return core, 2  # bump when the kernels change

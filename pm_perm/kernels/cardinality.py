@@ -182,6 +182,15 @@ def _pb_step(q, top, p, r):
 
 
 @njit(cache=True)
+def _invalid(theta):
+    """True if a logit is NaN or +inf (the cores then return NaN instead of dividing by 0)."""
+    for t in theta:
+        if not (t < np.inf):
+            return True
+    return False
+
+
+@njit(cache=True)
 def _edge_value(theta, k, n_fin):
     """``log e_k`` for the trivial counts (k <= 0, k >= n_fin); NaN when not trivial."""
     if k < 0 or k > n_fin:
@@ -199,7 +208,12 @@ def _edge_value(theta, k, n_fin):
 
 @njit(cache=True)
 def log_esp_core(theta, k):
-    """``log e_k(exp theta)`` for one logit vector ``theta`` (D,) and count ``k``. O(D k)."""
+    """``log e_k(exp theta)`` for one logit vector ``theta`` (D,) and count ``k``. O(D k).
+
+    NaN or ``+inf`` logits give NaN (the public wrappers reject them before).
+    """
+    if _invalid(theta):
+        return np.nan
     n_fin = _n_finite(theta)
     edge = _edge_value(theta, k, n_fin)
     if not np.isnan(edge):
@@ -260,6 +274,8 @@ def log_esp_and_marginals_core(theta, k):
     When ``e_k = 0`` (k < 0 or more than the finite logits) they are all 0.
     """
     D = theta.shape[0]
+    if _invalid(theta):
+        return np.nan, np.full(D, np.nan)
     marg = np.zeros(D)
     n_fin = _n_finite(theta)
     edge = _edge_value(theta, k, n_fin)
@@ -302,6 +318,8 @@ def sample_conditional_bernoulli_core(rng, theta, k):
     ``k`` must be feasible (0 <= k <= number of finite logits); the caller checks.
     """
     D = theta.shape[0]
+    if _invalid(theta):
+        raise ValueError("logits contain NaN or +inf")
     y = np.zeros(D, dtype=np.int64)
     n_fin = _n_finite(theta)
     if k <= 0:
@@ -352,6 +370,8 @@ def _logaddexp(a, b):
 @njit(cache=True)
 def log_esp_all_logspace_core(theta, K):
     """Reference log-space DP: ``log e_j(exp theta)`` for j = 0..K. O(D K) logaddexp."""
+    if _invalid(theta):
+        return np.full(K + 1, np.nan)
     f = np.full(K + 1, -np.inf)
     f[0] = 0.0
     m = 0
@@ -367,6 +387,8 @@ def log_esp_all_logspace_core(theta, K):
 @njit(cache=True)
 def _log_esp_all_tilted(theta, K):
     """Tilted all-k DP: ``(log e_j for j = 0..K, ok)``; ``ok`` is False when the guard fails."""
+    if _invalid(theta):
+        return np.full(K + 1, np.nan), True
     n_fin = _n_finite(theta)
     top = min(K, n_fin)
     out = np.full(K + 1, -np.inf)

@@ -49,7 +49,7 @@ class LogESPAndMarginals(Op):
                 f"core Op expects logits (n,) and a count (); got ndim {theta.type.ndim} and "
                 f"{k.type.ndim} (use the Blockwise log_esp for batches)"
             )
-        if theta.type.dtype not in pt.type.float_dtypes + pt.type.int_dtypes:
+        if theta.type.dtype not in (*pt.type.float_dtypes, *pt.type.int_dtypes):
             raise TypeError(f"logits must be real; got dtype {theta.type.dtype}")
         if k.type.dtype not in pt.type.int_dtypes:
             raise TypeError(f"k must be an integer tensor; got dtype {k.type.dtype}")
@@ -145,4 +145,4 @@ def _numba_log_esp_and_marginals(op, node, **kwargs):
         v, m = log_esp_and_marginals_core(np.ascontiguousarray(theta), k.item())
         return np.array(v, dtype=np.float64), m
 
-    return log_esp_and_marginals_numba, 1
+    return log_esp_and_marginals_numba, 2  # bump when the kernel changes

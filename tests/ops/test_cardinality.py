@@ -105,3 +105,15 @@ def test_expected_topk_gain_against_enumeration_and_gradient():
     soft = np.exp(T[np.arange(3), target]) / np.exp(T).sum(-1)
     np.testing.assert_allclose(expected_topk_gain(th, t, 1).eval({th: T, t: target}, mode=FAST), soft)
     verify_grad(lambda x: log_expected_topk_gain(x, pt.constant(target), 3), [T], rng=rng, mode=FAST)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", FAST])
+def test_nan_or_posinf_logits_give_nan_not_a_crash(mode):
+    # The distributions reject such logits with check_parameters; the Op itself must not
+    # divide by zero or loop on them.
+    th = pt.vector("th")
+    v = log_esp(th, 2)
+    f = pytensor.function([th], [v, pt.grad(v, th)], mode=mode)
+    for bad in (np.nan, np.inf):
+        val, g = f(np.array([0.0, bad, 1.0]))
+        assert np.isnan(val) and np.all(np.isnan(g))
