@@ -32,6 +32,9 @@ from pm_perm.kernels.permanent import (
 from pm_perm.ops.bethe import bethe_log_permanent
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.permanent import log_permanent
+from pm_perm.kernels._version import code_version
+
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = [
     "PermutationExpFamily",
@@ -68,7 +71,7 @@ def _numba_permutation_exp_family(op, node):
     def core_draw(rng, logits):
         return sample_permutation_core(rng, np.ascontiguousarray(logits))
 
-    return core_draw, 1
+    return core_draw, _VERSION
 
 
 class PermutationExpFamilyBetheRV(PermutationExpFamilyRV):
@@ -111,7 +114,7 @@ def _numba_permutation_exp_family_bethe(op, node):
             )
         return out[0]
 
-    return core_draw, 1
+    return core_draw, _VERSION
 
 
 def _check_observed(observed, M):

@@ -19,6 +19,9 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.kernels.bethe import BETHE_MAX_M, _run, bethe_core
+from pm_perm.kernels._version import code_version
+
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = [
     "BetheLogPermanent",
@@ -162,7 +165,7 @@ def _numba_bethe_log_permanent(op, node, **kwargs):
             raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
         return np.array(v, dtype=np.float64)
 
-    return bethe_lp_numba, 2
+    return bethe_lp_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(BetheMarginals)
@@ -181,7 +184,7 @@ def _numba_bethe_marginals(op, node, **kwargs):
             raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
         return g
 
-    return bethe_marg_numba, 2
+    return bethe_marg_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(BetheLogPermanentAndMarginals)
@@ -200,4 +203,4 @@ def _numba_bethe_both(op, node, **kwargs):
             raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
         return np.array(v, dtype=np.float64), g
 
-    return bethe_both_numba, 1
+    return bethe_both_numba, _VERSION

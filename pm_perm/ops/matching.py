@@ -16,6 +16,9 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.kernels.assignment import max_weight_assignment_core
+from pm_perm.kernels._version import code_version
+
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = ["MaxWeightMatching", "max_weight_matching"]
 
@@ -62,7 +65,7 @@ def _numba_max_weight_matching(op, node, **kwargs):
     def max_weight_matching_numba(W):
         return _matching(np.ascontiguousarray(W))
 
-    return max_weight_matching_numba, 1
+    return max_weight_matching_numba, _VERSION
 
 
 def max_weight_matching(W):

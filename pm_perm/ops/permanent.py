@@ -37,6 +37,9 @@ from pm_perm.kernels.permanent import (
     log_permanent_core,
     memory_budget,
 )
+from pm_perm.kernels._version import code_version
+
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = [
     "LogPermanent",
@@ -205,7 +208,7 @@ def _numba_log_permanent(op, node, **kwargs):
             raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
         return np.array(_value(np.ascontiguousarray(W)), dtype=np.float64)
 
-    return log_permanent_numba, 1
+    return log_permanent_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(PermutationMarginals)
@@ -218,7 +221,7 @@ def _numba_permutation_marginals(op, node, **kwargs):
             raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
         return _both(np.ascontiguousarray(W))[1]
 
-    return permutation_marginals_numba, 1
+    return permutation_marginals_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(LogPermanentAndMarginals)
@@ -232,7 +235,7 @@ def _numba_log_permanent_and_marginals(op, node, **kwargs):
         v, P = _both(np.ascontiguousarray(W))
         return np.array(v, dtype=np.float64), P
 
-    return log_permanent_and_marginals_numba, 1
+    return log_permanent_and_marginals_numba, _VERSION
 
 
 # ----------------------------------------------------------------------------- graph rewrite

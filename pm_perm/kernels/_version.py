@@ -1,0 +1,31 @@
+"""Cache versions for the numba implementations registered with PyTensor.
+
+PyTensor caches the compiled numba code of a graph on disk, keyed by the Op's type, its props and
+the integer version its registration returns; it does NOT see changes in the kernels that code
+calls. A stale cache silently runs old kernels (we hit this: an outdated two-table DP kept
+running inside compiled graphs after the kernel changed). So every registration returns
+:func:`code_version` of its own module, which hashes that module and every kernel source file:
+any change to the numerics invalidates the cached graphs.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+_KERNELS = Path(__file__).resolve().parent
+
+
+def _kernels_crc() -> int:
+    crc = 0
+    for path in sorted(_KERNELS.glob("*.py")):
+        crc = zlib.crc32(path.read_bytes(), crc)
+    return crc
+
+
+_KERNELS_CRC = _kernels_crc()
+
+
+def code_version(module_file: str) -> int:
+    """Non-negative int identifying the sources of ``module_file`` and of all kernels."""
+    return zlib.crc32(Path(module_file).read_bytes(), _KERNELS_CRC) & 0x7FFFFFFF
