@@ -68,7 +68,7 @@ def _logits_ok(logits):
     return pt.all(pt.lt(logits, np.inf))
 
 
-def _on_dot(value, logits, on):
+def _on_dot(logits, on):
     """``sum_d logits_d [on_d]`` without ``-inf * 0 = NaN`` for items that are off."""
     return pt.sum(pt.switch(on, logits, 0.0), axis=-1)
 
@@ -228,7 +228,7 @@ class ConditionalBernoulli(pm.Discrete):
 
     def logp(value, logits, k):
         on = pt.eq(value, 1)
-        dot = _on_dot(value, logits, on)
+        dot = _on_dot(logits, on)
         binary = pt.all(on | pt.eq(value, 0), axis=-1)
         ok = binary & pt.eq(pt.sum(value, axis=-1), k)
         lp = _minus_inf_if(pt.eq(dot, -np.inf), dot - log_esp(logits, k))
@@ -278,7 +278,8 @@ class NChooseKRV(RandomVariable):
         pk = np.broadcast_to(count_probs, (*batch, D + 1)).reshape(-1, D + 1)
         out = np.empty(th.shape, dtype=np.int64)
         for i in range(th.shape[0]):
-            out[i] = sample_nchoosek_core(rng, np.ascontiguousarray(th[i]), np.ascontiguousarray(pk[i]))
+            th_i, pk_i = np.ascontiguousarray(th[i]), np.ascontiguousarray(pk[i])
+            out[i] = sample_nchoosek_core(rng, th_i, pk_i)
         return out.reshape(*batch, D)
 
 
@@ -353,7 +354,7 @@ class NChooseK(pm.Discrete):
         binary = pt.all(on | pt.eq(value, 0), axis=-1)
         s = pt.sum(pt.cast(on, "int64"), axis=-1)
         pk = _select_last(count_probs, s)
-        dot = _on_dot(value, logits, on)
+        dot = _on_dot(logits, on)
         lp = pt.log(pk) + dot - log_esp(logits, s)
         lp = _minus_inf_if(pt.eq(dot, -np.inf) | pt.eq(pk, 0.0), lp)
         lp = pt.switch(binary, lp, -np.inf)
@@ -373,9 +374,10 @@ def _numba_n_choose_k(op, node):
     def core(rng, logits, count_probs):
         if count_probs.shape[0] != logits.shape[0] + 1:
             raise ValueError("NChooseK: count_probs must have D + 1 entries")
-        return sample_nchoosek_core(rng, np.ascontiguousarray(logits), np.ascontiguousarray(count_probs))
+        th, pk = np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
+        return sample_nchoosek_core(rng, th, pk)
 
-    return core, 2  # bump when the kernels change
+    return core, 3  # bump when the kernels change
 
 
 # ----------------------------------------------------------------------------- OrdinalNChooseK
@@ -405,7 +407,8 @@ class OrdinalNChooseKRV(RandomVariable):
         for i in range(th.shape[0]):
             if not up[i]:
                 raise ValueError(_NO_COUNTS_MSG)
-            out[i] = sample_ordinal_core(rng, np.ascontiguousarray(th[i]), np.ascontiguousarray(pk[i]))
+            th_i, pk_i = np.ascontiguousarray(th[i]), np.ascontiguousarray(pk[i])
+            out[i] = sample_ordinal_core(rng, th_i, pk_i)
         return out.reshape(*batch, D)
 
 
@@ -494,8 +497,8 @@ class OrdinalNChooseK(pm.Discrete):
     rv_op = ordinal_n_choose_k
 
     def __new__(cls, name, *args, observed=None, **kwargs):
-        R = _static_levels(kwargs)
-        _check_observed(observed, "ordinal", R)
+        named = dict(zip(("logits", "counts", "count_probs", "n_levels"), args, strict=False))
+        _check_observed(observed, "ordinal", _static_levels({**named, **kwargs}))
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod

@@ -98,7 +98,7 @@ def _n_finite(theta):
 
 @njit(cache=True)
 def _tilt(theta, target, n_fin):
-    """Shift ``c`` with ``sum_d sigmoid(theta_d - c)`` within 0.25 of ``target`` (0 < target < n_fin).
+    """Shift ``c`` with ``sum_d sigmoid(theta_d - c)`` within 0.25 of ``target`` (0 < target < n).
 
     Safeguarded Newton on the decreasing function ``f(c) = sum sigmoid(theta_d - c) - target``
     inside the bracket ``[min theta, max theta] - logit(target / n_fin)``. Any ``c`` gives the
@@ -683,7 +683,8 @@ def _logits_and_counts(theta, k, k_name="k"):
     theta = as_float_array(theta, "logits", min_ndim=1)
     k_arr = np.asarray(k)
     if k_arr.dtype.kind not in "iub":
-        if k_arr.dtype.kind == "f" and np.all(np.isfinite(k_arr)) and np.all(k_arr == np.round(k_arr)):
+        integral = np.all(np.isfinite(k_arr)) and np.all(k_arr == np.round(k_arr))
+        if k_arr.dtype.kind == "f" and integral:
             k_arr = k_arr.astype(np.int64)
         else:
             raise ValueError(f"{k_name} must be integer counts; got dtype {k_arr.dtype}")

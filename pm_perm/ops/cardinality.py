@@ -36,7 +36,7 @@ __all__ = [
 
 
 class LogESPAndMarginals(Op):
-    """``(log e_k(exp theta) (), p(y_d = 1 | k) (n,))`` for logits ``theta`` (n,) and count ``k`` ()."""
+    """``(log e_k(exp theta), p(y_d = 1 | k))`` for logits ``theta`` (n,) and a count ``k`` ()."""
 
     __props__ = ()
     gufunc_signature = "(n),()->(),(n)"
@@ -58,7 +58,10 @@ class LogESPAndMarginals(Op):
         return Apply(
             self,
             [theta, k],
-            [pt.tensor(dtype="float64", shape=()), pt.tensor(dtype="float64", shape=theta.type.shape)],
+            [
+                pt.tensor(dtype="float64", shape=()),
+                pt.tensor(dtype="float64", shape=theta.type.shape),
+            ],
         )
 
     def perform(self, node, inputs, output_storage):

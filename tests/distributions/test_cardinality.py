@@ -408,9 +408,9 @@ def test_malformed_observed_data_is_rejected():
 
 @pytest.mark.slow
 def test_model_logp_and_gradient_compile_natively_in_numba():
-    # ~60 s with a cold numba cache (4 s warm), hence slow. Default (numba) backend: logp + dlogp of all three distributions compile without the
+    # Default (numba) backend: logp + dlogp of all three distributions compile without the
     # object-mode fallback (it would emit a UserWarning, an error under filterwarnings=error)
-    # and agree with the Python VM.
+    # and agree with the Python VM. ~60 s with a cold numba cache (4 s warm), hence slow.
     rng = np.random.default_rng(0)
     D = 5
     with pm.Model() as model:
@@ -435,7 +435,6 @@ def test_model_logp_and_gradient_compile_natively_in_numba():
 
 
 def _simulated_nck(seed=0, N=200, D=6):
-    rng = np.random.default_rng(seed)
     theta = np.linspace(-1, 1, D)
     pk = np.array([0.05, 0.15, 0.5, 0.2, 0.1, 0.0, 0.0])
     Y = pm.draw(NChooseK.dist(theta, pk, size=(N,)), random_seed=seed)
