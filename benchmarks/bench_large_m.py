@@ -2,9 +2,8 @@
 acceptance, swap-MCMC throughput.
 
 Run: ``.venv/bin/python benchmarks/bench_large_m.py [--quick]`` (one thread:
-``NUMBA_NUM_THREADS=1``). Prints Markdown tables. The exact reference for M <= 24 is a numba
-subset DP defined here (O(2^M M) time, 2 x 2^M doubles of memory), so this script does not depend
-on pm_perm.kernels.permanent.
+``NUMBA_NUM_THREADS=1``). Prints Markdown tables. The exact reference for M <= 24 is
+pm_perm's exact engine (``pm_perm.kernels.permanent.log_permanent_and_marginals``).
 """
 
 from __future__ import annotations
@@ -13,51 +12,11 @@ import argparse
 import time
 
 import numpy as np
-from numba import njit
 
 from pm_perm.kernels.bethe import bethe_core, bethe_log_permanent_and_marginals
 from pm_perm.kernels.huber_law import huber_law_sample_core, huber_law_scale
+from pm_perm.kernels.permanent import log_permanent_and_marginals
 from pm_perm.kernels.swap_mcmc import swap_mcmc_core
-
-
-@njit(cache=True)
-def _exact_dp(W):
-    M = W.shape[0]
-    B = np.empty((M, M))
-    shift = 0.0
-    for i in range(M):
-        mx = W[i].max()
-        shift += mx
-        for j in range(M):
-            B[i, j] = np.exp(W[i, j] - mx)
-    N = 1 << M
-    pc = np.zeros(N, dtype=np.uint8)
-    for S in range(1, N):
-        pc[S] = pc[S >> 1] + (S & 1)
-    f = np.zeros(N)
-    f[0] = 1.0
-    for S in range(N - 1):
-        fs = f[S]
-        if fs == 0.0:
-            continue
-        i = pc[S]
-        for j in range(M):
-            if not (S >> j) & 1:
-                f[S | (1 << j)] += fs * B[i, j]
-    g = np.zeros(N)
-    g[N - 1] = 1.0
-    mar = np.zeros((M, M))
-    for S in range(N - 2, -1, -1):
-        i = pc[S]
-        t = 0.0
-        for j in range(M):
-            if not (S >> j) & 1:
-                c = B[i, j] * g[S | (1 << j)]
-                t += c
-                mar[i, j] += f[S] * c
-        g[S] = t
-    Z = f[N - 1]
-    return np.log(Z) + shift, mar / Z
 
 
 def bethe_accuracy(sizes, spreads, seed=0):
@@ -68,7 +27,7 @@ def bethe_accuracy(sizes, spreads, seed=0):
     for M in sizes:
         for s in spreads:
             W = rng.normal(size=(M, M)) * s
-            lz, mar = _exact_dp(W)
+            lz, mar = log_permanent_and_marginals(W)
             vb, gb, n_iter, err = bethe_core(W, 1e-9, 100_000)
             assert err <= 1e-9
             err_m = np.abs(gb - mar).max()

@@ -62,18 +62,27 @@ def test_method_choice_and_limits():
         PermutationExpFamily.dist(logits=np.zeros((3, 3)), method="huber")
 
 
-def test_find_map_with_bethe_on_m40():
-    """Bethe MAP on 6 graphs of M = 40 (data drawn exactly by Huber-Law) lands near theta."""
-    rng = np.random.default_rng(7)
-    x = rng.normal(size=(6, 40, 40, 2))
-    theta = np.array([0.8, -0.4])
-    y = pm.draw(PermutationExpFamily.dist(logits=x @ theta, method="bethe"), random_seed=8)
+def test_find_map_with_bethe_recovers_theta_m100():
+    """find_MAP with method="bethe" on a generated M = 100 matching problem (4 graphs).
+
+    Observed permutations come from long swap-MCMC chains (2,000 sweeps from the mode; the
+    Huber-Law sampler's acceptance is too low at this size and spread). The MLE's standard error
+    here is about 0.03; the 0.15 tolerance allows for the Bethe bias.
+    """
+    from pm_perm.kernels.swap_mcmc import swap_mcmc_sample
+
+    rng = np.random.default_rng(0)
+    N, M = 4, 100
+    theta = np.array([1.0, -0.5])
+    x = rng.normal(size=(N, M, M, 2))
+    W = x @ theta
+    y = np.stack([swap_mcmc_sample(W[n], 1, rng=n, burn_in_sweeps=2000)[0][0] for n in range(N)])
     with pm.Model():
-        th = pm.Normal("theta", 0, 2, shape=2)
+        th = pm.Normal("theta", 0, 5, shape=2)
         PermutationExpFamily("y", logits=edge_logits(x, th), method="bethe", observed=y)
         fit = pm.find_MAP(progressbar=False, return_inferencedata=True, jitter=False)
     est = fit.posterior["theta"].values.ravel()
-    assert np.all(np.abs(est - theta) < 0.2), est
+    assert np.all(np.abs(est - theta) < 0.15), est
 
 
 def test_latent_permutation_gets_the_swap_step():

@@ -5,10 +5,10 @@ import math
 
 import numpy as np
 import pytest
-from numba import njit
 from scipy import stats
 from scipy.special import logsumexp
 
+from pm_perm.kernels.permanent import permutation_marginals
 from pm_perm.kernels.huber_law import (
     HUBER_LAW_MAX_M,
     HuberLawTrialsExceeded,
@@ -123,53 +123,13 @@ def test_chi_square_goodness_of_fit(M):
     assert pval > 1e-3
 
 
-def _exact_marginals_dp(W):
-    """Exact marginals by a subset DP (rows in order; O(2^M M^2)); used for M = 12..20."""
-    M = W.shape[0]
-    B = np.exp(W - W.max())
-    N = 1 << M
-    pc = np.array([bin(S).count("1") for S in range(N)])
-    f = np.zeros(N)
-    f[0] = 1.0
-    for S in np.argsort(pc, kind="stable"):
-        if f[S] == 0.0:
-            continue
-        i = pc[S]
-        if i == M:
-            continue
-        for j in range(M):
-            if not S >> j & 1:
-                f[S | 1 << j] += f[S] * B[i, j]
-    g = np.zeros(N)
-    g[N - 1] = 1.0
-    for S in np.argsort(-pc, kind="stable"):
-        i = pc[S]  # row i is matched next, columns in S used
-        if i == M:
-            continue
-        tot = 0.0
-        for j in range(M):
-            if not S >> j & 1:
-                tot += B[i, j] * g[S | 1 << j]
-        g[S] = tot
-    Z = f[N - 1]
-    mar = np.zeros((M, M))
-    for S in range(N):
-        i = pc[S]
-        if i == M or f[S] == 0.0:
-            continue
-        for j in range(M):
-            if not S >> j & 1:
-                mar[i, j] += f[S] * B[i, j] * g[S | 1 << j]
-    return mar / Z
-
-
 @pytest.mark.parametrize("M", [12, 16])
 def test_sample_marginals_match_exact(M):
     # 4,000 draws; every cell within 5 binomial standard errors (+1e-3): per-cell false-failure
     # probability < 6e-7, so < 2e-4 over the M^2 cells.
     rng = np.random.default_rng(M)
     W = rng.normal(size=(M, M)) * 0.5
-    mar = _exact_marginals_dp(W)
+    mar = permutation_marginals(W)
     n = 4000
     s = huber_law_sample(W, size=(n,), rng=M + 1)
     emp = np.zeros((M, M))
@@ -216,55 +176,13 @@ def test_errors():
         huber_law_log_bound(np.full((2, 2), 2.0))
 
 
-@njit(cache=True)
-def _exact_marginals_numba(W):
-    """Subset-DP marginals (forward/backward over column sets), O(2^M M); oracle for M = 20."""
-    M = W.shape[0]
-    B = np.empty((M, M))
-    for i in range(M):
-        mx = W[i].max()
-        for j in range(M):
-            B[i, j] = np.exp(W[i, j] - mx)
-    N = 1 << M
-    pc = np.zeros(N, dtype=np.uint8)
-    for S in range(1, N):
-        pc[S] = pc[S >> 1] + (S & 1)
-    f = np.zeros(N)
-    f[0] = 1.0
-    for S in range(N - 1):
-        if f[S] == 0.0:
-            continue
-        i = pc[S]
-        for j in range(M):
-            if not (S >> j) & 1:
-                f[S | (1 << j)] += f[S] * B[i, j]
-    g = np.zeros(N)
-    g[N - 1] = 1.0
-    mar = np.zeros((M, M))
-    for S in range(N - 2, -1, -1):
-        i = pc[S]
-        t = 0.0
-        for j in range(M):
-            if not (S >> j) & 1:
-                c = B[i, j] * g[S | (1 << j)]
-                t += c
-                mar[i, j] += f[S] * c
-        g[S] = t
-    return mar / f[N - 1]
-
-
-def test_numba_oracle_matches_python_dp():
-    W = np.random.default_rng(0).normal(size=(8, 8))
-    np.testing.assert_allclose(_exact_marginals_numba(W), _exact_marginals_dp(W), atol=1e-12)
-
-
 def test_sample_marginals_match_exact_dp_m20():
     # M = 20, 4,000 draws; same criterion as above (5 s.e. + 1e-3 per cell; false failure
     # < 3e-4 over the 400 cells).
     M = 20
     rng = np.random.default_rng(M)
     W = rng.normal(size=(M, M)) * 0.5
-    mar = _exact_marginals_numba(W)
+    mar = permutation_marginals(W)
     n = 4000
     s = huber_law_sample(W, size=(n,), rng=M + 1)
     emp = np.zeros((M, M))
