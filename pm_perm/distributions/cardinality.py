@@ -252,7 +252,7 @@ def _numba_conditional_bernoulli(op, node):
             raise ValueError("ConditionalBernoulli: k must be in 0..number of finite logits")
         return sample_conditional_bernoulli_core(rng, th, kk)
 
-    return core, 2  # bump when the kernels change
+    return core, 4  # bump when the kernels change
 
 
 # ----------------------------------------------------------------------------- NChooseK
@@ -377,7 +377,7 @@ def _numba_n_choose_k(op, node):
         th, pk = np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
         return sample_nchoosek_core(rng, th, pk)
 
-    return core, 3  # bump when the kernels change
+    return core, 4  # bump when the kernels change
 
 
 # ----------------------------------------------------------------------------- OrdinalNChooseK
@@ -619,4 +619,4 @@ def _numba_ordinal_n_choose_k(op, node):
             rng, np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
         )
 
-    return core, 2  # bump when the kernels change
+    return core, 4  # bump when the kernels change

@@ -260,11 +260,39 @@ def _suffix_block(p, r, k, B, b, ck, buf):
     buf[n] = ck[b]
     for i in range(n - 1, 0, -1):
         d = start + i
-        buf[i] = buf[i + 1]
-        if p[d] != 0.0:
-            # the DP top index only needs to cover 0..k; zeros above the support stay zero
-            _pb_step(buf[i], k, p[d], r[d])
+        src = buf[i + 1]
+        dst = buf[i]
+        if p[d] == 0.0:
+            dst[:] = src
+            continue
+        # one out-of-place pass (no copy, then update): zeros above the support stay zero
+        pd, rd = p[d], r[d]
+        dst[0] = src[0] * rd
+        for j in range(1, k + 1):
+            dst[j] = src[j] * rd + src[j - 1] * pd
     return n
+
+
+@njit(cache=True)
+def _dot_reversed(f, g, n, k):
+    """``sum_{j < n} f[j] g[k-1-j]`` with four partial sums: without fastmath the compiler
+    keeps a single accumulator's additions in order, a latency-bound chain; four independent
+    chains run ~1.6x faster (all terms are non-negative, so the order does not matter)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    j = 0
+    while j + 4 <= n:
+        s0 += f[j] * g[k - 1 - j]
+        s1 += f[j + 1] * g[k - 2 - j]
+        s2 += f[j + 2] * g[k - 3 - j]
+        s3 += f[j + 3] * g[k - 4 - j]
+        j += 4
+    while j < n:
+        s0 += f[j] * g[k - 1 - j]
+        j += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True)
@@ -300,10 +328,7 @@ def log_esp_and_marginals_core(theta, k):
             d = b * B + i
             if p[d] == 0.0:
                 continue
-            gs = buf[i + 1]
-            s = 0.0
-            for j in range(min(m, k - 1) + 1):
-                s += f[j] * gs[k - 1 - j]
+            s = _dot_reversed(f, buf[i + 1], min(m, k - 1) + 1, k)
             marg[d] = p[d] * s / qk
             m += 1
             _pb_step(f, min(m, k), p[d], r[d])

@@ -148,4 +148,4 @@ def _numba_log_esp_and_marginals(op, node, **kwargs):
         v, m = log_esp_and_marginals_core(np.ascontiguousarray(theta), k.item())
         return np.array(v, dtype=np.float64), m
 
-    return log_esp_and_marginals_numba, 2  # bump when the kernel changes
+    return log_esp_and_marginals_numba, 4  # bump when the kernel changes
