@@ -18,7 +18,7 @@ Marginals ``p(y_d = 1 | k) = p_d P(S_{-d} = k - 1) / P(S = k)`` (the gradient of
 ``log e_k``) come from the prefix pmf ``F`` and suffix pmf ``G`` of the same tilted DP:
 ``P(S_{-d} = k - 1) = sum_j F_{<d}[j] G_{>d}[k - 1 - j]``, again a sum of positive terms. The
 suffix table is checkpointed every ``B = ceil(sqrt(D))`` items and recomputed block by block,
-so memory is O(sqrt(D) k) and time about 4 x the value. Exact sampling of ``y | k`` walks the
+so memory is O(sqrt(D) k) and time 3-7 x the value. Exact sampling of ``y | k`` walks the
 same suffix table: ``p(y_d = 1 | r ones left) = p_d G_{>d}[r-1] / G_{>=d}[r]``.
 
 All k at once (``log_esp_all``): one tilted DP (``E[S] = K/2``) gives every ``q_j``; as all
@@ -56,6 +56,7 @@ __all__ = [
     "nchoosek_marginals",
     "log_esp_core",
     "log_esp_and_marginals_core",
+    "conditional_covariance_dot_core",
     "log_esp_all_core",
     "sample_conditional_bernoulli_core",
     "sample_nchoosek_core",
@@ -297,7 +298,7 @@ def _dot_reversed(f, g, n, k):
 
 @njit(cache=True)
 def log_esp_and_marginals_core(theta, k):
-    """``(log e_k(exp theta), p(y_d = 1 | sum y = k))`` for one vector. O(D k) time (about 4x
+    """``(log e_k(exp theta), p(y_d = 1 | sum y = k))`` for one vector. O(D k) time (3-7x
     the value), O(sqrt(D) k) memory. The marginals are the gradient of ``log e_k`` and sum to k.
     When ``e_k = 0`` (k < 0 or more than the finite logits) they are all 0.
     """
@@ -333,6 +334,86 @@ def log_esp_and_marginals_core(theta, k):
             m += 1
             _pb_step(f, min(m, k), p[d], r[d])
     return const + math.log(qk), marg
+
+
+@njit(cache=True)
+def _pb_step_tangent(q, dq, top, p, r, dp):
+    """``_pb_step`` with its forward-mode tangent (``dr = -dp``), in place, descending."""
+    for j in range(top, 0, -1):
+        dq[j] = dq[j] * r + dq[j - 1] * p + (q[j - 1] - q[j]) * dp
+        q[j] = q[j] * r + q[j - 1] * p
+    dq[0] = dq[0] * r - q[0] * dp
+    q[0] *= r
+
+
+@njit(cache=True)
+def conditional_covariance_dot_core(theta, k, v):
+    """``Cov(y | sum y = k) @ v``, the Hessian of ``log e_k`` times ``v`` (D,). O(D k).
+
+    The forward-mode derivative of the marginals along ``v`` (the Hessian is symmetric, so this
+    is also the pullback of the marginals): tangents are carried through the same tilted prefix
+    and checkpointed suffix DPs, with the tilt held fixed (the result does not depend on it).
+    Entries for ``-inf`` logits and infeasible ``k`` are 0; NaN / ``+inf`` logits give NaN.
+    """
+    D = theta.shape[0]
+    out = np.zeros(D)
+    if _invalid(theta):
+        return np.full(D, np.nan)
+    n_fin = _n_finite(theta)
+    if k <= 0 or k >= n_fin:
+        return out  # y is deterministic given k: zero covariance
+    c = _tilt(theta, k, n_fin)
+    p, r, _ = _tilted_probs(theta, c, k)
+    dp = np.zeros(D)
+    for d in range(D):
+        if p[d] != 0.0:
+            dp[d] = p[d] * r[d] * v[d]
+    B = max(1, int(math.ceil(math.sqrt(D))))
+    nb = (D + B - 1) // B
+    ck = np.zeros((nb, k + 1))
+    dck = np.zeros((nb, k + 1))
+    g = np.zeros(k + 1)
+    dg = np.zeros(k + 1)
+    g[0] = 1.0
+    m = 0
+    for d in range(D - 1, -1, -1):
+        if d + 1 == D or (d + 1) % B == 0:
+            ck[d // B] = g
+            dck[d // B] = dg
+        if p[d] == 0.0:
+            continue
+        m += 1
+        _pb_step_tangent(g, dg, min(m, k), p[d], r[d], dp[d])
+    qk, dqk = g[k], dg[k]
+    buf = np.zeros((B + 1, k + 1))
+    dbuf = np.zeros((B + 1, k + 1))
+    f = np.zeros(k + 1)
+    df = np.zeros(k + 1)
+    f[0] = 1.0
+    m = 0
+    for b in range(nb):
+        start = b * B
+        n = min(start + B, D) - start
+        buf[n] = ck[b]
+        dbuf[n] = dck[b]
+        for i in range(n - 1, 0, -1):
+            buf[i] = buf[i + 1]
+            dbuf[i] = dbuf[i + 1]
+            d = start + i
+            if p[d] != 0.0:
+                _pb_step_tangent(buf[i], dbuf[i], k, p[d], r[d], dp[d])
+        for i in range(n):
+            d = start + i
+            if p[d] == 0.0:
+                continue
+            top = min(m, k - 1) + 1
+            a = _dot_reversed(f, buf[i + 1], top, k)
+            da = _dot_reversed(df, buf[i + 1], top, k) + _dot_reversed(f, dbuf[i + 1], top, k)
+            marg = p[d] * a / qk
+            out[d] = (dp[d] * a + p[d] * da) / qk - marg * dqk / qk
+            m += 1
+            _pb_step_tangent(f, df, min(m, k), p[d], r[d], dp[d])
+    return out
 
 
 @njit(cache=True)
@@ -743,7 +824,7 @@ def log_esp_and_marginals(theta, k):
     """``(log e_k(exp theta), p(y_d = 1 | sum y = k))``; shapes ``batch`` and ``(*batch, D)``.
 
     The marginals are the gradient of the first output with respect to ``theta``.
-    Cost O(D k) per vector (about 4x :func:`log_esp`), memory O(sqrt(D) k).
+    Cost O(D k) per vector (3-7x :func:`log_esp`), memory O(sqrt(D) k).
     """
     th, kk, batch = _logits_and_counts(theta, k)
     v, m = _log_esp_and_marginals_batch(th, kk)

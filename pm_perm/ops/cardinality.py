@@ -8,9 +8,10 @@ gradient (logp + dlogp in find_MAP / NUTS) runs the dynamic program once. ``k`` 
 input without gradient. Cost O(D k) per vector; ``-inf`` logits are allowed (item never on);
 ``k`` outside ``0..#finite logits`` gives ``-inf`` with zero marginals. NaN logits give NaN.
 
-The second derivative (the covariance of ``y`` given ``k``) is not implemented: the gradient of
-``conditional_marginals`` raises ``NullTypeGradError``. :func:`log_expected_topk_gain` is
-therefore written with ``log_esp`` alone, so it can be trained on.
+Second derivatives: the pullback of ``conditional_marginals`` is ``Cov(y | k) @ cotangent``
+(:class:`ConditionalCovarianceDot`, a forward-mode pass of the same DP, O(D k)), so Hessians
+(``pytensor.gradient.hessian``, ``pm.find_MAP(compute_hessian=True)``) and gradients of
+functions of the marginals work. Third derivatives are not implemented.
 """
 
 from __future__ import annotations
@@ -24,9 +25,13 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
 
-from pm_perm.kernels.cardinality import log_esp_and_marginals_core
+from pm_perm.kernels.cardinality import (
+    conditional_covariance_dot_core,
+    log_esp_and_marginals_core,
+)
 
 __all__ = [
+    "ConditionalCovarianceDot",
     "LogESPAndMarginals",
     "conditional_marginals",
     "expected_topk_gain",
@@ -79,16 +84,60 @@ class LogESPAndMarginals(Op):
     def pullback(self, inputs, outputs, cotangents):
         theta, k = inputs
         g_v, g_m = cotangents
+        terms = []
+        if not isinstance(g_v.type, DisconnectedType):
+            terms.append(g_v[..., None] * outputs[1])
         if not isinstance(g_m.type, DisconnectedType):
-            return [
-                grad_not_implemented(
-                    self, 0, theta, "gradient of the conditional marginals (covariance of y | k)"
-                ),
-                disconnected_type(),
-            ]
-        if isinstance(g_v.type, DisconnectedType):
-            return [pt.zeros_like(theta), disconnected_type()]
-        return [g_v[..., None] * outputs[1], disconnected_type()]
+            terms.append(_cov_dot(theta, k, g_m))  # d marginals / d theta = Cov(y | k)
+        grad = pt.zeros_like(theta) if not terms else sum(terms[1:], terms[0])
+        return [grad, disconnected_type()]
+
+
+class ConditionalCovarianceDot(Op):
+    """``Cov(y | sum y = k) @ v`` for logits ``theta`` (n,), count ``k`` (), vector ``v`` (n,).
+
+    The Hessian of ``log e_k(exp theta)`` applied to ``v``; used as the pullback of the
+    conditional marginals. Linear in ``v`` (its pullback in ``v`` is itself, the matrix being
+    symmetric); the derivative in ``theta`` (third derivatives of ``log e_k``) is not implemented.
+    """
+
+    __props__ = ()
+    gufunc_signature = "(n),(),(n)->(n)"
+
+    def make_node(self, theta, k, v):
+        theta = pt.cast(pt.as_tensor_variable(theta), "float64")
+        k = pt.as_tensor_variable(k)
+        v = pt.cast(pt.as_tensor_variable(v), "float64")
+        if theta.type.ndim != 1 or k.type.ndim != 0 or v.type.ndim != 1:
+            raise TypeError("core Op expects theta (n,), k () and v (n,)")
+        if k.type.dtype not in pt.type.int_dtypes:
+            raise TypeError(f"k must be an integer tensor; got dtype {k.type.dtype}")
+        k = pt.cast(k, "int64")
+        return Apply(self, [theta, k, v], [pt.tensor(dtype="float64", shape=theta.type.shape)])
+
+    def perform(self, node, inputs, output_storage):
+        theta, k, v = inputs
+        output_storage[0][0] = conditional_covariance_dot_core(
+            np.ascontiguousarray(theta), int(k), np.ascontiguousarray(v)
+        )
+
+    def infer_shape(self, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True], [False], [True]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        theta, k, v = inputs
+        (g,) = cotangents
+        return [
+            grad_not_implemented(self, 0, theta, "third derivatives of log e_k"),
+            disconnected_type(),
+            _cov_dot(theta, k, g),
+        ]
+
+
+_cov_dot = Blockwise(ConditionalCovarianceDot())
 
 
 _log_esp_both = Blockwise(LogESPAndMarginals())
@@ -104,7 +153,7 @@ def log_esp(theta, k):
 
 
 def conditional_marginals(theta, k):
-    """``p(y_d = 1 | sum y = k)``, shape (..., D); no gradient (see the module docstring)."""
+    """``p(y_d = 1 | sum y = k)``, shape (..., D); its pullback is ``Cov(y | k) @ cotangent``."""
     return _log_esp_both(theta, k)[1]
 
 
@@ -149,3 +198,14 @@ def _numba_log_esp_and_marginals(op, node, **kwargs):
         return np.array(v, dtype=np.float64), m
 
     return log_esp_and_marginals_numba, 4  # bump when the kernel changes
+
+
+@register_funcify_default_op_cache_key(ConditionalCovarianceDot)
+def _numba_conditional_covariance_dot(op, node, **kwargs):
+    @numba_basic.numba_njit
+    def conditional_covariance_dot_numba(theta, k, v):
+        return conditional_covariance_dot_core(
+            np.ascontiguousarray(theta), k.item(), np.ascontiguousarray(v)
+        )
+
+    return conditional_covariance_dot_numba, 1

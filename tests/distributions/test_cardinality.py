@@ -468,6 +468,21 @@ def test_find_map_and_short_sampling_smoke(fast_mode):
     assert ypp.shape == (1, 60, len(Y), D) and set(np.unique(ypp)) <= {0, 1}
 
 
+def test_find_map_with_laplace_covariance(fast_mode):
+    # compute_hessian=True needs the second derivative (pullback of the marginals)
+    Y = pm.draw(ConditionalBernoulli.dist(np.linspace(-1, 1, 5), 2, size=(50,)), random_seed=1)
+    with pm.Model():
+        th = pm.Normal("theta", 0, 2, shape=5)
+        ConditionalBernoulli("y", th, 2, observed=Y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            fit = pm.find_MAP(
+                progressbar=False, return_inferencedata=True, jitter=False, compute_hessian=True
+            )
+    cov = fit["fit"]["covariance_matrix"].values
+    assert cov.shape == (5, 5) and np.all(np.linalg.eigvalsh(cov) > 0)
+
+
 def test_ordinal_and_gain_models_find_map(fast_mode):
     rng = np.random.default_rng(2)
     D, R, N = 5, 3, 60

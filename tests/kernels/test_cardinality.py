@@ -256,3 +256,23 @@ def test_fft_refuses_when_the_bound_cannot_be_met():
     np.testing.assert_allclose(out, C.log_esp_all_logspace(theta, K=40), rtol=1e-12)
     with pytest.raises(ValueError, match="rtol"):
         C.log_esp_all_fft(theta, rtol=0.0)
+
+
+@pytest.mark.parametrize("D", range(1, 11))
+def test_covariance_dot_against_enumeration(D):
+    rng = np.random.default_rng(200 + D)
+    theta = rng.normal(size=D) * 2
+    if D > 3:
+        theta[1] = 50.0
+        theta[2] = -np.inf
+    v = rng.normal(size=D)
+    n_fin = int(np.isfinite(theta).sum())
+    assert np.all(C.conditional_covariance_dot_core(theta, n_fin + 1, v) == 0)  # infeasible k
+    for k in range(n_fin + 1):
+        Y, lp = S.conditional_bernoulli_log_pmf(theta, k)
+        P = np.exp(lp)
+        m = P @ Y
+        cov = (Y * P[:, None]).T @ Y - np.outer(m, m)
+        hv = C.conditional_covariance_dot_core(theta, k, v)
+        np.testing.assert_allclose(hv, cov @ v, atol=1e-12)
+        assert abs(hv.sum()) < 1e-12  # sum y = k is fixed: Cov(y) 1 = 0

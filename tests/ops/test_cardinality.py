@@ -84,12 +84,41 @@ def test_infeasible_count_is_minus_inf_with_zero_gradient():
     assert val == -np.inf and np.all(g == 0)
 
 
-def test_bad_types_and_hessian():
+def test_bad_types_and_third_derivative():
     with pytest.raises(TypeError, match="integer"):
         log_esp(pt.vector("t"), pt.scalar("k"))
     th = pt.vector("th")
+    h = pytensor.grad((conditional_marginals(th, 2) ** 2).sum(), th)
     with pytest.raises(NullTypeGradError):
-        pytensor.grad(conditional_marginals(th, 2).sum(), th)
+        pytensor.grad(h.sum(), th)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", FAST])
+def test_hessian_is_the_conditional_covariance(mode):
+    rng = np.random.default_rng(8)
+    D = 7
+    theta = rng.normal(size=D) * 2
+    th = pt.vector("th")
+    k = pt.lscalar("k")
+    f = pytensor.function([th, k], pytensor.gradient.hessian(log_esp(th, k), th), mode=mode)
+    for kk in range(D + 1):
+        Y, lp = S.conditional_bernoulli_log_pmf(theta, kk)
+        P = np.exp(lp)
+        m = P @ Y
+        cov = (Y * P[:, None]).T @ Y - np.outer(m, m)
+        np.testing.assert_allclose(f(theta, kk), cov, atol=1e-12)
+
+
+def test_verify_grad_of_marginals():
+    rng = np.random.default_rng(9)
+    w = rng.normal(size=(2, 6))
+    theta = rng.normal(size=(2, 6))
+    theta[1, 2] = 40.0
+
+    def f(t):
+        return (pt.constant(w) * conditional_marginals(t, pt.constant(np.array([2, 3])))).sum()
+
+    verify_grad(f, [theta], rng=rng, mode=FAST)
 
 
 def test_expected_topk_gain_against_enumeration_and_gradient():
