@@ -4,7 +4,9 @@
 normaliser ``log Z_k`` of the conditional Bernoulli; its gradient with respect to ``theta`` is
 ``conditional_marginals(theta, k)`` = ``p(y_d = 1 | sum y = k)`` (``(n),()->(n)``). Both come
 from one two-output Op, :class:`LogESPAndMarginals`, so a graph needing the value and its
-gradient (logp + dlogp in find_MAP / NUTS) runs the dynamic program once. ``k`` is an integer
+gradient (logp + dlogp in find_MAP / NUTS) runs the dynamic program once; when a compiled graph
+does not use the marginals (logp alone: slice sampling, log-likelihoods) a specialize rewrite
+swaps in the value-only :class:`LogESP`, 3-7x cheaper. ``k`` is an integer
 input without gradient. Cost O(D k) per vector; ``-inf`` logits are allowed (item never on);
 ``k`` outside ``0..#finite logits`` gives ``-inf`` with zero marginals. NaN logits give NaN.
 
@@ -21,23 +23,42 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels.cardinality import (
     conditional_covariance_dot_core,
     log_esp_and_marginals_core,
+    log_esp_core,
 )
 
 __all__ = [
     "ConditionalCovarianceDot",
+    "LogESP",
     "LogESPAndMarginals",
     "conditional_marginals",
     "expected_topk_gain",
     "log_esp",
     "log_expected_topk_gain",
 ]
+
+
+def _core_inputs(theta, k):
+    theta = pt.as_tensor_variable(theta)
+    k = pt.as_tensor_variable(k)
+    if theta.type.ndim != 1 or k.type.ndim != 0:
+        raise TypeError(
+            f"core Op expects logits (n,) and a count (); got ndim {theta.type.ndim} and "
+            f"{k.type.ndim} (use the Blockwise log_esp for batches)"
+        )
+    if theta.type.dtype not in (*pt.type.float_dtypes, *pt.type.int_dtypes):
+        raise TypeError(f"logits must be real; got dtype {theta.type.dtype}")
+    if k.type.dtype not in pt.type.int_dtypes:
+        raise TypeError(f"k must be an integer tensor; got dtype {k.type.dtype}")
+    return pt.cast(theta, "float64"), pt.cast(k, "int64")
 
 
 class LogESPAndMarginals(Op):
@@ -47,19 +68,7 @@ class LogESPAndMarginals(Op):
     gufunc_signature = "(n),()->(),(n)"
 
     def make_node(self, theta, k):
-        theta = pt.as_tensor_variable(theta)
-        k = pt.as_tensor_variable(k)
-        if theta.type.ndim != 1 or k.type.ndim != 0:
-            raise TypeError(
-                f"core Op expects logits (n,) and a count (); got ndim {theta.type.ndim} and "
-                f"{k.type.ndim} (use the Blockwise log_esp for batches)"
-            )
-        if theta.type.dtype not in (*pt.type.float_dtypes, *pt.type.int_dtypes):
-            raise TypeError(f"logits must be real; got dtype {theta.type.dtype}")
-        if k.type.dtype not in pt.type.int_dtypes:
-            raise TypeError(f"k must be an integer tensor; got dtype {k.type.dtype}")
-        theta = pt.cast(theta, "float64")
-        k = pt.cast(k, "int64")
+        theta, k = _core_inputs(theta, k)
         return Apply(
             self,
             [theta, k],
@@ -140,7 +149,50 @@ class ConditionalCovarianceDot(Op):
 _cov_dot = Blockwise(ConditionalCovarianceDot())
 
 
+class LogESP(Op):
+    """Value only, ``log e_k(exp theta)`` (): what the rewrite below uses when no compiled
+    output needs the marginals. Its pullback is the marginals output of the two-output Op."""
+
+    __props__ = ()
+    gufunc_signature = "(n),()->()"
+
+    def make_node(self, theta, k):
+        theta, k = _core_inputs(theta, k)
+        return Apply(self, [theta, k], [pt.tensor(dtype="float64", shape=())])
+
+    def perform(self, node, inputs, output_storage):
+        theta, k = inputs
+        output_storage[0][0] = np.asarray(
+            log_esp_core(np.ascontiguousarray(theta), int(k)), dtype=np.float64
+        )
+
+    def infer_shape(self, node, input_shapes):
+        return [()]
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        theta, k = inputs
+        (g,) = cotangents
+        return [g[..., None] * conditional_marginals(theta, k), disconnected_type()]
+
+
 _log_esp_both = Blockwise(LogESPAndMarginals())
+_log_esp_value = Blockwise(LogESP())
+
+
+@register_specialize
+@node_rewriter([Blockwise])
+def local_log_esp_value_only(fgraph, node):
+    """Replace the two-output Op by the value-only one when the marginals have no client."""
+    if not isinstance(node.op.core_op, LogESPAndMarginals):
+        return None
+    if fgraph.clients.get(node.outputs[1]):
+        return None
+    new = _log_esp_value(*node.inputs)
+    copy_stack_trace(node.outputs[0], new)
+    return {node.outputs[0]: new}
 
 
 def log_esp(theta, k):
@@ -209,3 +261,12 @@ def _numba_conditional_covariance_dot(op, node, **kwargs):
         )
 
     return conditional_covariance_dot_numba, 1
+
+
+@register_funcify_default_op_cache_key(LogESP)
+def _numba_log_esp(op, node, **kwargs):
+    @numba_basic.numba_njit
+    def log_esp_numba(theta, k):
+        return np.array(log_esp_core(np.ascontiguousarray(theta), k.item()), dtype=np.float64)
+
+    return log_esp_numba, 1

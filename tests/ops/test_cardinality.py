@@ -7,6 +7,7 @@ import pytest
 from pytensor.gradient import NullTypeGradError, verify_grad
 
 from pm_perm.ops.cardinality import (
+    LogESP,
     LogESPAndMarginals,
     conditional_marginals,
     expected_topk_gain,
@@ -56,6 +57,31 @@ def test_one_op_for_value_and_gradient():
     f = pytensor.function([th], [v, pt.grad(v, th)])
     ops = [type(getattr(n.op, "core_op", n.op)) for n in f.maker.fgraph.apply_nodes]
     assert ops.count(LogESPAndMarginals) == 1
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_RUN"])
+def test_value_only_graphs_use_the_cheaper_op(mode):
+    # logp alone: the rewrite swaps in the value-only Op; logp + gradient keep one two-output Op
+    th, k = pt.matrix("th"), pt.lvector("k")
+    v = log_esp(th, k)
+    T = np.random.default_rng(3).normal(size=(2, 9))
+    K = np.array([2, 5])
+    f = pytensor.function([th, k], v, mode=mode)
+    ops = [type(getattr(n.op, "core_op", n.op)) for n in f.maker.fgraph.apply_nodes]
+    assert LogESP in ops and LogESPAndMarginals not in ops
+    np.testing.assert_allclose(f(T, K), [S.log_esp(T[i], K[i]) for i in range(2)], rtol=1e-13)
+    g = pytensor.function([th, k], [v, pt.grad(v.sum(), th)], mode=mode)
+    ops = [type(getattr(n.op, "core_op", n.op)) for n in g.maker.fgraph.apply_nodes]
+    assert ops.count(LogESPAndMarginals) == 1 and LogESP not in ops
+
+
+def test_value_only_op_gradient():
+    from pytensor.tensor.blockwise import Blockwise
+
+    rng = np.random.default_rng(4)
+    value_only = Blockwise(LogESP())
+    verify_grad(lambda t: value_only(t, pt.constant(3)), [rng.normal(size=(2, 6))], rng=rng,
+                mode=FAST)
 
 
 def test_infer_shape_does_not_run_the_kernel():
