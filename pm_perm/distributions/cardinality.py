@@ -309,7 +309,9 @@ class NChooseK(pm.Discrete):
     Notes
     -----
     Value convention: ``y[..., d] = 1`` iff item ``d`` is on (int64). Cost: logp and gradient
-    O(D s) per row. Identity (tested): with the Poisson-binomial prior implied by the logits,
+    O(D s) per row. Counts above the number of finite logits cannot be realised; prior mass
+    on them is lost (the pmf then sums to less than 1), so keep ``count_probs`` at 0 there.
+    Identity (tested): with the Poisson-binomial prior implied by the logits,
     :math:`\pi_k = e_k(e^\theta) / \prod_d (1 + e^{\theta_d})`, this is independent Bernoulli
     with probabilities ``sigmoid(logits)`` (logistic regression). ``support_point`` puts the
     ones on the :math:`k^*` largest logits for :math:`k^* = \arg\max_k \pi_k` (a point of
@@ -476,7 +478,9 @@ class OrdinalNChooseK(pm.Discrete):
     Notes
     -----
     Value convention: ``y[..., d]`` is the label of item ``d``, **0 = least relevant**,
-    R-1 = most relevant (chosen first). Cost: logp and gradient O(D^2) per row at worst
+    R-1 = most relevant (chosen first). Items with a ``-inf`` logit can only get label 0; count
+    vectors they make infeasible keep their prior mass, which is then lost (the pmf sums to
+    the prior probability of the feasible counts). Cost: logp and gradient O(D^2) per row at worst
     (R - 1 dynamic programs of O(D k_r)); a draw O(R D^2). With R = D and one item per level
     this is the Plackett-Luce model of the ranking "label D-1 first" (tested). The optimal
     ranking under any monotonic gain (NDCG, Precision@K) sorts the logits

@@ -338,6 +338,26 @@ def test_batched_count_priors_per_row(fast_mode):
         assert lo[i] == pytest.approx(S.ordinal_log_pmf(theta[i], L[i], 2, cp[i]), abs=1e-12)
 
 
+def test_ordinal_minus_inf_logits():
+    # an item with a -inf logit can only get label 0
+    theta = np.array([0.5, -np.inf, 1.0, -0.3])
+    f = _ordinal_fn(3, "prior")
+    cp = np.random.default_rng(1).dirichlet(np.ones(5), size=3)
+    Y = S.ordinal_labelings(4, 3)
+    lp = f(Y, theta, cp)
+    assert np.all(lp[Y[:, 1] > 0] == -np.inf)
+    ok = Y[:, 1] == 0
+    assert np.all(np.isfinite(lp[ok]))
+    ref = [S.ordinal_log_pmf(theta, y, 3, cp) for y in Y[ok][:20]]
+    np.testing.assert_allclose(lp[ok][:20], ref, atol=1e-12)
+    # counts with k_0 = 0 cannot be realised (item 1 must get label 0): their prior mass is
+    # lost, as documented, so the labelings sum to 1 - P(k_0 = 0)
+    lost = sum(
+        np.exp(S._log_count_prior(np.array([0, a, 4 - a]), cp)) for a in range(5)
+    )
+    assert abs(np.exp(lp[ok]).sum() - (1 - lost)) < 1e-12
+
+
 def test_ordinal_sampler_gof():
     rng = np.random.default_rng(5)
     D, R = 4, 3
