@@ -24,6 +24,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
     _n_finite,
     nchoosek_marginals,
@@ -32,6 +33,8 @@ from pm_perm.kernels.cardinality import (
     sample_ordinal_core,
 )
 from pm_perm.ops.cardinality import log_esp
+
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = [
     "ConditionalBernoulli",
@@ -252,7 +255,7 @@ def _numba_conditional_bernoulli(op, node):
             raise ValueError("ConditionalBernoulli: k must be in 0..number of finite logits")
         return sample_conditional_bernoulli_core(rng, th, kk)
 
-    return core, 4  # bump when the kernels change
+    return core, _VERSION
 
 
 # ----------------------------------------------------------------------------- NChooseK
@@ -379,7 +382,7 @@ def _numba_n_choose_k(op, node):
         th, pk = np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
         return sample_nchoosek_core(rng, th, pk)
 
-    return core, 4  # bump when the kernels change
+    return core, _VERSION
 
 
 # ----------------------------------------------------------------------------- OrdinalNChooseK
@@ -623,4 +626,4 @@ def _numba_ordinal_n_choose_k(op, node):
             rng, np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
         )
 
-    return core, 4  # bump when the kernels change
+    return core, _VERSION

@@ -29,11 +29,14 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
+from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
     conditional_covariance_dot_core,
     log_esp_and_marginals_core,
     log_esp_core,
 )
+
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = [
     "ConditionalCovarianceDot",
@@ -249,7 +252,7 @@ def _numba_log_esp_and_marginals(op, node, **kwargs):
         v, m = log_esp_and_marginals_core(np.ascontiguousarray(theta), k.item())
         return np.array(v, dtype=np.float64), m
 
-    return log_esp_and_marginals_numba, 4  # bump when the kernel changes
+    return log_esp_and_marginals_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(ConditionalCovarianceDot)
@@ -260,7 +263,7 @@ def _numba_conditional_covariance_dot(op, node, **kwargs):
             np.ascontiguousarray(theta), k.item(), np.ascontiguousarray(v)
         )
 
-    return conditional_covariance_dot_numba, 1
+    return conditional_covariance_dot_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(LogESP)
@@ -269,4 +272,4 @@ def _numba_log_esp(op, node, **kwargs):
     def log_esp_numba(theta, k):
         return np.array(log_esp_core(np.ascontiguousarray(theta), k.item()), dtype=np.float64)
 
-    return log_esp_numba, 1
+    return log_esp_numba, _VERSION
