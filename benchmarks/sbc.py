@@ -1,0 +1,197 @@
+"""Simulation-based calibration (Talts et al. 2018) of pm_perm's likelihoods with NUTS.
+
+For each model: draw the parameters from the prior, data from the model, fit by NUTS (nutpie,
+the model compiled once and re-used with new data), and record the rank of each true parameter
+among ``L`` thinned posterior draws. If the likelihood, its gradient and the sampler are right,
+every rank is uniform on ``0..L``. Reported per parameter: a chi-square uniformity test over
+``B`` equal bins (p-value) and a rank histogram (PNG).
+
+Models (small, so that hundreds of replications run in minutes):
+
+* ``matching``: ``theta ~ N(0, 1)`` (d = 3), 20 graphs of M = 6, ``W = x . theta``,
+  ``y ~ PermutationExpFamily(W)``;
+* ``ranking``: RankMatch-style ``W[i, j] = c_j <psi_i, theta>``, ``c_j = (M - j) / M``, d = 2,
+  15 queries of M = 5 documents, full observed rankings;
+* ``nchoosek``: ``theta ~ N(0, 1)`` (d = 2), ``count_probs ~ Dirichlet(1)`` over 0..D (D = 6),
+  40 rows, ``y ~ NChooseK(X . theta, count_probs)``;
+* ``ordinal``: ``theta ~ N(0, 1)`` (d = 2), 30 rows of D = 5 items with R = 3 levels and fixed
+  counts (2, 2, 1), ``y ~ OrdinalNChooseK(X . theta, counts)``.
+
+Run: ``.venv/bin/python benchmarks/sbc.py --models matching ranking nchoosek ordinal --reps 200``
+(``--out DIR`` for the figures and a JSON of ranks and p-values).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from scipy import stats
+
+from pm_perm import PermutationExpFamily, edge_logits
+
+
+def _matching(rng):
+    x = rng.normal(size=(20, 6, 6, 3))
+
+    def build(y_obs):
+        with pm.Model() as model:
+            theta = pm.Normal("theta", 0.0, 1.0, shape=3)
+            y = pm.Data("y_obs", y_obs)
+            PermutationExpFamily("y", logits=edge_logits(x, theta), observed=y)
+        return model
+
+    def simulate(theta_sym):
+        return PermutationExpFamily.dist(logits=edge_logits(x, theta_sym))
+
+    return {"theta": (3,)}, build, simulate, {"theta": lambda r: r.normal(size=3)}
+
+
+def _ranking(rng):
+    M, d = 5, 2
+    psi = rng.normal(size=(15, M, d))
+    c = (M - np.arange(M)) / M
+
+    def logits(theta):
+        return pt.dot(psi, theta)[..., :, None] * c[None, None, :]
+
+    def build(y_obs):
+        with pm.Model() as model:
+            theta = pm.Normal("theta", 0.0, 1.0, shape=d)
+            y = pm.Data("y_obs", y_obs)
+            PermutationExpFamily("y", logits=logits(theta), observed=y)
+        return model
+
+    def simulate(theta_sym):
+        return PermutationExpFamily.dist(logits=logits(theta_sym))
+
+    return {"theta": (d,)}, build, simulate, {"theta": lambda r: r.normal(size=d)}
+
+
+def _nchoosek(rng):
+    from pm_perm.distributions.cardinality import NChooseK
+
+    D, d = 6, 2
+    X = rng.normal(size=(40, D, d))
+
+    def build(y_obs):
+        with pm.Model() as model:
+            theta = pm.Normal("theta", 0.0, 1.0, shape=d)
+            pk = pm.Dirichlet("count_probs", a=np.ones(D + 1))
+            y = pm.Data("y_obs", y_obs)
+            NChooseK("y", logits=pt.dot(X, theta), count_probs=pk, observed=y)
+        return model
+
+    def simulate(theta_sym, pk_sym):
+        return NChooseK.dist(logits=pt.dot(X, theta_sym), count_probs=pk_sym)
+
+    priors = {"theta": lambda r: r.normal(size=d), "count_probs": lambda r: r.dirichlet(np.ones(D + 1))}
+    return {"theta": (d,), "count_probs": (D + 1,)}, build, simulate, priors
+
+
+def _ordinal(rng):
+    from pm_perm.distributions.cardinality import OrdinalNChooseK
+
+    D, d, counts = 5, 2, np.array([2, 2, 1])
+    X = rng.normal(size=(30, D, d))
+
+    def build(y_obs):
+        with pm.Model() as model:
+            theta = pm.Normal("theta", 0.0, 1.0, shape=d)
+            y = pm.Data("y_obs", y_obs)
+            OrdinalNChooseK("y", logits=pt.dot(X, theta), counts=counts, observed=y)
+        return model
+
+    def simulate(theta_sym):
+        return OrdinalNChooseK.dist(logits=pt.dot(X, theta_sym), counts=counts)
+
+    return {"theta": (d,)}, build, simulate, {"theta": lambda r: r.normal(size=d)}
+
+
+MODELS = {"matching": _matching, "ranking": _ranking, "nchoosek": _nchoosek, "ordinal": _ordinal}
+
+
+def run_sbc(name, reps, n_thin=99, draws=500, tune=500, seed=0, progress=False):
+    """Run ``reps`` SBC replications of model ``name``; returns ``{param[i]: ranks}``."""
+    import nutpie
+
+    rng = np.random.default_rng(seed)
+    shapes, build, simulate, priors = MODELS[name](rng)
+    syms = [pt.tensor(k, shape=s, dtype="float64") for k, s in shapes.items()]
+    y_sym = simulate(*syms)
+    draw_y = pm.pytensorf.compile(syms, y_sym, random_seed=seed)
+    first = {k: priors[k](rng) for k in shapes}
+    model = build(draw_y(*first.values()))
+    compiled = nutpie.compile_pymc_model(model)
+    ranks = {f"{k}[{i}]": [] for k, s in shapes.items() for i in range(int(np.prod(s)))}
+    for r in range(reps):
+        true = {k: priors[k](rng) for k in shapes}
+        y = draw_y(*true.values())
+        fit = nutpie.sample(compiled.with_data(y_obs=y), draws=draws, tune=tune, chains=2,
+                            seed=int(rng.integers(2**31)), progress_bar=False)
+        for k in shapes:
+            post = fit.posterior[k].values.reshape(-1, int(np.prod(shapes[k])))
+            idx = np.linspace(0, post.shape[0] - 1, n_thin).astype(int)  # thin to ~independent
+            for i, t in enumerate(np.ravel(true[k])):
+                ranks[f"{k}[{i}]"].append(int((post[idx, i] < t).sum()))
+        if progress and (r + 1) % 20 == 0:
+            print(f"  {name}: {r + 1}/{reps}", flush=True)
+    return ranks
+
+
+def uniformity_pvalue(ranks, n_thin=99, bins=10):
+    """Chi-square test that ranks in 0..n_thin are uniform, over ``bins`` equal-width bins."""
+    counts, _ = np.histogram(ranks, bins=bins, range=(-0.5, n_thin + 0.5))
+    return float(stats.chisquare(counts).pvalue), counts.tolist()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--reps", type=int, default=200)
+    p.add_argument("--out", default="outputs/sbc")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = {}
+    for name in args.models:
+        t0 = time.perf_counter()
+        ranks = run_sbc(name, args.reps, seed=args.seed, progress=True)
+        secs = time.perf_counter() - t0
+        results[name] = {"seconds": secs, "reps": args.reps, "params": {}}
+        print(f"\n### {name}: {args.reps} replications, {secs:.0f} s\n")
+        print("| parameter | chi-square p (10 bins) | bin counts |")
+        print("|---|---|---|")
+        fig, axes = plt.subplots(1, len(ranks), figsize=(2.6 * len(ranks), 2.4), squeeze=False)
+        for ax, (param, rk) in zip(axes[0], ranks.items(), strict=True):
+            pval, counts = uniformity_pvalue(rk)
+            results[name]["params"][param] = {"p_value": pval, "bins": counts, "ranks": rk}
+            print(f"| {param} | {pval:.3f} | {counts} |")
+            ax.bar(range(10), counts, color="0.6")
+            ax.axhline(args.reps / 10, color="C3")
+            lo, hi = stats.binom.ppf([0.005, 0.995], args.reps, 0.1)
+            ax.axhspan(lo, hi, color="C3", alpha=0.15)
+            ax.set_title(f"{param}\np = {pval:.2f}", fontsize=8)
+            ax.set_xticks([])
+        fig.suptitle(f"SBC rank histograms: {name} ({args.reps} replications; band: 99% "
+                     "binomial interval per bin)", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / f"sbc_{name}.png", dpi=110)
+        plt.close(fig)
+    (out / "sbc.json").write_text(json.dumps(results))
+    print(f"\nwrote {out}/sbc_*.png and {out}/sbc.json")
+
+
+if __name__ == "__main__":
+    main()
