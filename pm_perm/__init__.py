@@ -17,6 +17,17 @@ bethe_log_permanent (large M)
 huber_law_sample (large M)
     Exact accept-reject sampler with the Huber-Law bound (Huber & Law 2008), O(M^2) per trial;
     fast for dense, moderately spread weights only.
+log_esp / conditional marginals (count-structured labels)
+    Exact log e_k(exp theta) (conditional-Bernoulli normaliser) by a tilted probability-scale DP,
+    O(D k); marginals p(y_d = 1 | k) = its gradient, O(sqrt(D) k) memory; Hessian-vector products
+    by a tangent pass (Swersky et al. 2012).
+log_esp_all_fft
+    All k by the FFT product tree, O(D log^2 D) per pass, guarded by a round-off bound (re-tilts,
+    exact-DP fallback).
+ranking.data / ranking.metrics
+    LETOR (qid:) and LightGBM (.query) readers, QueryLevelNorm, MQ2008 folds rebuilt from the
+    test files; vectorised NDCG@k (gain 2^r - 1, discount 1/log2(1 + r)), P@k, AP/MAP over
+    flat arrays and query boundaries, with an option for LETOR 4.0's evaluation script.
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method is registered in PyMC's
     ``STEP_METHODS`` on import so ``pm.sample`` assigns it to latent permutations.
@@ -25,8 +36,28 @@ swap_mcmc / PermutationSwapMetropolis (large M)
 __version__ = "0.1.0"
 
 from pm_perm import step_methods as _step_methods  # noqa: E402,F401  (registers the step)
-from pm_perm.distributions import PermutationExpFamily, edge_logits  # noqa: E402
+from pm_perm.distributions import (  # noqa: E402
+    ConditionalBernoulli,
+    NChooseK,
+    OrdinalNChooseK,
+    PermutationExpFamily,
+    edge_logits,
+)
+from pm_perm.distributions.cardinality import nchoosek_marginals, optimal_ranking  # noqa: E402
 from pm_perm.kernels.matching import max_weight_matching  # noqa: E402
 from pm_perm.kernels.permanent import EXACT_MAX_M  # noqa: E402
+from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain  # noqa: E402
 
-__all__ = ["EXACT_MAX_M", "PermutationExpFamily", "edge_logits", "max_weight_matching"]
+__all__ = [
+    "EXACT_MAX_M",
+    "ConditionalBernoulli",
+    "NChooseK",
+    "OrdinalNChooseK",
+    "PermutationExpFamily",
+    "edge_logits",
+    "expected_topk_gain",
+    "log_expected_topk_gain",
+    "max_weight_matching",
+    "nchoosek_marginals",
+    "optimal_ranking",
+]
