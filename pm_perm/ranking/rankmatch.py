@@ -128,10 +128,10 @@ def weak_label_log_likelihood(scores, mask, c):
     ----------
     scores : tensor_like of float, shape (S, M)
         ``<psi_i, theta>`` of the documents (rows) of each subset.
-    mask : array_like of bool, shape (S, M, M)
+    mask : tensor_like of bool, shape (S, M, M)
         :func:`weak_label_mask` of the subsets' ratings.
-    c : array_like of float, shape (M,)
-        Position weights (:func:`position_weights`).
+    c : tensor_like of float, shape (M,)
+        Position weights (:func:`position_weights`; not checked here).
 
     Returns
     -------
@@ -141,8 +141,8 @@ def weak_label_log_likelihood(scores, mask, c):
         rankings consistent with the ratings. Two batched exact permanents, O(S M 2^M).
     """
     scores = pt.as_tensor_variable(scores)
-    W = scores[:, :, None] * pt.as_tensor_variable(np.asarray(c, dtype=np.float64))
-    W_consistent = pt.where(np.asarray(mask, dtype=bool), W, -np.inf)
+    W = scores[:, :, None] * pt.as_tensor_variable(c)
+    W_consistent = pt.where(pt.as_tensor_variable(mask), W, -np.inf)
     return log_permanent(W_consistent) - log_permanent(W)
 
 
@@ -230,7 +230,8 @@ def sample_subsets(split, M, *, subsets_per_doc=0.4, rng=None):
         rows = [lo + np.flatnonzero(labels == r) for r in levels]
         counts = _draw_rating_counts([len(x) for x in rows], M, max(1, n), rng)
         for cnt in counts:
-            docs.append(np.concatenate([rng.choice(x, m, replace=False) for x, m in zip(rows, cnt)]))
+            picks = [rng.choice(x, m, replace=False) for x, m in zip(rows, cnt, strict=True)]
+            docs.append(np.concatenate(picks))
             query.append(q)
     if not docs:
         raise ValueError(
@@ -244,11 +245,14 @@ def _draw_rating_counts(sizes, M, n, rng):
     """``n`` draws of (m_1..m_R), m_r >= 1, sum M, with probability prop. to prod C(n_r, m_r)."""
     R = len(sizes)
     options = [
-        m for m in product(range(1, M - R + 2), repeat=R) if sum(m) == M and all(
-            mi <= s for mi, s in zip(m, sizes))
+        m
+        for m in product(range(1, M - R + 2), repeat=R)
+        if sum(m) == M and all(mi <= s for mi, s in zip(m, sizes, strict=True))
     ]
-    weights = np.array([np.prod([comb(s, mi) for s, mi in zip(sizes, m)], dtype=float)
-                        for m in options])
+    weights = np.array(
+        [np.prod([comb(s, mi) for s, mi in zip(sizes, m, strict=True)], dtype=float)
+         for m in options]
+    )
     pick = rng.choice(len(options), size=n, p=weights / weights.sum())
     return [options[i] for i in pick]
 
@@ -388,4 +392,4 @@ class RankMatch:
         """Scores ``X @ theta`` (rank by decreasing score); with ``draws=True`` one row per
         posterior draw, shape (n_draws, n_docs)."""
         theta = self.theta_draws_ if draws else self.theta_
-        return np.asarray(X, dtype=np.float64) @ theta.T
+        return theta @ np.asarray(X, dtype=np.float64).T

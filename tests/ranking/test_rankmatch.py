@@ -33,9 +33,16 @@ def _enumerated_weak_label(scores, ratings, c):
     return logsumexp(consistent) - logsumexp(everything)
 
 
+_S, _MASK, _C = pt.matrix("s"), pt.tensor3("mask", dtype="bool"), pt.vector("c")
+_WEAK_LABEL = None
+
+
 def _compiled_weak_label(mask, c):
-    s = pt.matrix("s")
-    return pytensor.function([s], weak_label_log_likelihood(s, mask, c))
+    """One compiled function for every M and batch size (symbolic mask and weights)."""
+    global _WEAK_LABEL
+    if _WEAK_LABEL is None:
+        _WEAK_LABEL = pytensor.function([_S, _MASK, _C], weak_label_log_likelihood(_S, _MASK, _C))
+    return lambda scores: _WEAK_LABEL(scores, mask, np.asarray(c, dtype=np.float64))
 
 
 # ------------------------------------------------------------------ position weights, mask

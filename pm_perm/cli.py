@@ -1,0 +1,25 @@
+"""The ``pm-perm`` command line: a thin dispatcher to the task subcommands.
+
+Subcommands: ``rank`` (:mod:`pm_perm.ranking.cli`). ``pm-perm <command> --help`` for options.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pm_perm.ranking.cli import add_rank_parser
+
+__all__ = ["main"]
+
+
+def main(argv=None):
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the subcommand, return its exit status."""
+    parser = argparse.ArgumentParser(prog="pm-perm", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_rank_parser(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

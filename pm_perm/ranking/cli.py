@@ -1,0 +1,231 @@
+"""``pm-perm rank``: train a ranker on LETOR / LightGBM files (or an MQ2008 fold), evaluate it.
+
+Examples
+--------
+::
+
+    pm-perm rank --mq2008-fold 1 --model rankmatch --fit map --json fold1.json
+    pm-perm rank --train S1.txt --train S2.txt --valid vali.txt --test test.txt --fit nuts
+    pm-perm rank --format lightgbm --train rank.train --test rank.test --model ridge
+
+The test split's NDCG@1..10, P@1..10 and MAP are printed (mean over queries, conventions of
+:mod:`pm_perm.ranking.metrics`). With ``--fit nuts`` each metric is computed per posterior draw
+and printed as posterior mean and 90% interval, with an ArviZ summary (r_hat, ESS) of theta.
+Models: ``rankmatch`` (:class:`pm_perm.ranking.rankmatch.RankMatch`) and ``ridge``, a linear
+pointwise baseline (ridge regression on the labels, penalty chosen on the validation split).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["add_rank_parser", "fit_and_evaluate", "load_splits", "run_rank"]
+
+KS = tuple(range(1, 11))
+RIDGE_ALPHAS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+
+
+def add_rank_parser(subparsers):
+    """Register the ``rank`` subcommand on an ``argparse`` sub-parser collection."""
+    p = subparsers.add_parser(
+        "rank",
+        help="train and evaluate a learning-to-rank model",
+        description=__doc__.split("\n\n")[0],
+    )
+    data = p.add_argument_group("data")
+    data.add_argument("--train", action="append", metavar="FILE", help="training file (repeat "
+                      "for a split made of several files)")
+    data.add_argument("--valid", action="append", metavar="FILE", help="validation file(s)")
+    data.add_argument("--test", action="append", metavar="FILE", help="test file(s)")
+    data.add_argument("--format", choices=("letor", "lightgbm"), default="letor",
+                      help="letor: '<label> qid:<q> <id>:<v> ...'; lightgbm: no qid, group "
+                      "sizes in '<file>.query' (default: letor)")
+    data.add_argument("--mq2008-fold", type=int, metavar="K", help="use MQ2008 fold K (1-5) "
+                      "instead of files")
+    data.add_argument("--data-root", metavar="DIR", help="folder holding MQ2008_LETOR4 "
+                      "(default: ../shared/data next to the repository)")
+    data.add_argument("--query-norm", action="store_true", help="min-max scale features within "
+                      "each query (LETOR QueryLevelNorm)")
+    model = p.add_argument_group("model")
+    model.add_argument("--model", choices=("rankmatch", "ridge"), default="rankmatch")
+    model.add_argument("--fit", choices=("map", "nuts"), default="map")
+    model.add_argument("--subset-size", type=int, default=3, metavar="M",
+                       help="RankMatch subset size M (default 3; M > #ratings uses ties)")
+    model.add_argument("--subsets-per-doc", type=float, default=0.4,
+                       help="RankMatch subsets per query = this * D * M (default 0.4)")
+    model.add_argument("--prior-sigma", type=float, action="append", metavar="S",
+                       help="prior scale of theta; repeat to choose on validation NDCG@5 "
+                       "(default 0.1 0.3 1 3 10)")
+    model.add_argument("--draws", type=int, default=1000)
+    model.add_argument("--tune", type=int, default=1000)
+    model.add_argument("--chains", type=int, default=4)
+    model.add_argument("--seed", type=int, default=0)
+    out = p.add_argument_group("output")
+    out.add_argument("--convention", choices=("standard", "letor4"), default="standard",
+                     help="NDCG discount convention (see pm_perm.ranking.metrics)")
+    out.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
+    out.add_argument("--predictions", metavar="OUT.txt", help="write one test score per line")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar for NUTS")
+    p.set_defaults(func=run_rank)
+    return p
+
+
+def load_splits(args):
+    """(train, valid or None, test) from the parsed arguments."""
+    from pm_perm.ranking.data import load_mq2008_fold, read_letor, read_lightgbm
+
+    if args.mq2008_fold is not None:
+        if args.train or args.valid or args.test:
+            raise ValueError("give either --mq2008-fold or --train/--valid/--test files, not both")
+        return tuple(load_mq2008_fold(args.mq2008_fold, args.data_root,
+                                      query_norm=args.query_norm))
+    if not args.train or not args.test:
+        raise ValueError("--train and --test are required (or use --mq2008-fold K)")
+    read = read_letor if args.format == "letor" else read_lightgbm
+    train = read(args.train, single_doc="drop", query_norm=args.query_norm)
+    opts = {"n_features": train.n_features, "query_norm": args.query_norm}
+    valid = read(args.valid, single_doc="drop", **opts) if args.valid else None
+    test = read(args.test, single_doc="keep", **opts)
+    return train, valid, test
+
+
+def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset_size=3,
+                     subsets_per_doc=0.4, prior_sigmas=None, draws=1000, tune=1000, chains=4,
+                     seed=0, convention="standard", progressbar=False):
+    """Fit one model and evaluate it on the test split.
+
+    Returns
+    -------
+    dict
+        ``"test"``: metric -> value (posterior mean under NUTS); under NUTS also
+        ``"test_interval90"`` (metric -> [5%, 95%] over draws) and ``"diagnostics"``;
+        ``"scores"``: test scores (posterior-mean theta); ``"timings"`` in seconds; settings.
+    """
+    from pm_perm.ranking.metrics import evaluate_ranking
+
+    t0 = time.perf_counter()
+    result = {"model": model, "fit": fit, "n_train_queries": train.n_queries,
+              "n_test_queries": test.n_queries, "convention": convention}
+    if model == "ridge":
+        if fit != "map":
+            raise ValueError("the ridge baseline is a point estimate: use --fit map")
+        reg, alpha = _fit_ridge(train, valid)
+        scores = reg.predict(test.X)
+        result["ridge_alpha"] = alpha
+    elif model == "rankmatch":
+        from pm_perm.ranking.rankmatch import RankMatch
+
+        rm = RankMatch(M=subset_size, subsets_per_doc=subsets_per_doc, seed=seed,
+                       **({"prior_sigmas": prior_sigmas} if prior_sigmas else {}))
+        _status(f"RankMatch: fitting MAP (M={subset_size})")
+        rm.fit_map(train, valid)
+        result.update(prior_sigma=rm.prior_sigma_, subset_size=subset_size,
+                      n_subsets=int(rm.subsets_.docs.shape[0]))
+        if fit == "nuts":
+            _status(f"RankMatch: NUTS, {chains} chains x {draws} draws")
+            rm.fit_nuts(train, draws=draws, tune=tune, chains=chains, random_seed=seed,
+                        progressbar=progressbar)
+            per_draw = evaluate_ranking(rm.decision_function(test.X, draws=True), test.y,
+                                        test.group_ptr, ks=KS, convention=convention)
+            result["test"] = {k: float(np.mean(v)) for k, v in per_draw.items()}
+            result["test_interval90"] = {
+                k: [float(x) for x in np.quantile(v, [0.05, 0.95])] for k, v in per_draw.items()
+            }
+            result["diagnostics"] = _diagnostics(rm.idata_)
+        scores = rm.decision_function(test.X)
+        result["theta"] = [float(x) for x in rm.theta_]
+        result["timings"] = {k: round(v, 3) for k, v in rm.timings_.items()}
+    else:
+        raise ValueError(f"unknown model {model!r}; choose rankmatch or ridge")
+    if "test" not in result:
+        result["test"] = evaluate_ranking(scores, test.y, test.group_ptr, ks=KS,
+                                          convention=convention)
+    result.setdefault("timings", {})["total"] = round(time.perf_counter() - t0, 3)
+    result["scores"] = scores
+    return result
+
+
+def run_rank(args):
+    """Entry point of ``pm-perm rank``; returns the exit status."""
+    try:
+        train, valid, test = load_splits(args)
+        result = fit_and_evaluate(
+            train, valid, test, model=args.model, fit=args.fit, subset_size=args.subset_size,
+            subsets_per_doc=args.subsets_per_doc, prior_sigmas=args.prior_sigma,
+            draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
+            convention=args.convention, progressbar=not args.no_progress,
+        )
+    except (ValueError, FileNotFoundError) as err:
+        print(f"pm-perm rank: error: {err}", file=sys.stderr)
+        return 2
+    print(format_table(result))
+    if "summary" in result.get("diagnostics", {}):
+        print(result["diagnostics"].pop("summary"))
+    scores = result.pop("scores")
+    if args.predictions:
+        np.savetxt(args.predictions, scores, fmt="%.10g")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=2)
+    return 0
+
+
+def format_table(result):
+    """The test metrics as a text table (posterior mean and 90% interval under NUTS)."""
+    test, interval = result["test"], result.get("test_interval90")
+    lines = [f"test metrics ({result['model']}, {result['fit']}, {result['n_test_queries']} "
+             f"queries, {result['convention']} NDCG)"]
+    head = f"{'k':>4} {'NDCG@k':>8} {'P@k':>8}"
+    if interval:
+        head += f"   {'NDCG@k 90% interval':>21}"
+    lines.append(head)
+    for k in KS:
+        row = f"{k:>4} {test[f'ndcg@{k}']:>8.4f} {test[f'p@{k}']:>8.4f}"
+        if interval:
+            lo, hi = interval[f"ndcg@{k}"]
+            row += f"   [{lo:.4f}, {hi:.4f}]"
+        lines.append(row)
+    row = f" MAP {test['map']:>8.4f}"
+    if interval:
+        row += f"            [{interval['map'][0]:.4f}, {interval['map'][1]:.4f}]"
+    lines.append(row)
+    return "\n".join(lines)
+
+
+def _fit_ridge(train, valid):
+    """Ridge regression on the labels; alpha chosen on validation NDCG@5 (first if none)."""
+    from sklearn.linear_model import Ridge
+
+    from pm_perm.ranking.metrics import evaluate_ranking
+
+    best = None
+    for alpha in RIDGE_ALPHAS if valid is not None else RIDGE_ALPHAS[2:3]:
+        reg = Ridge(alpha=alpha).fit(train.X, train.y)
+        score = -np.inf
+        if valid is not None:
+            score = evaluate_ranking(reg.predict(valid.X), valid.y, valid.group_ptr,
+                                     ks=(5,))["ndcg@5"]
+        if best is None or score > best[0]:
+            best = (score, alpha, reg)
+    return best[2], best[1]
+
+
+def _diagnostics(idata):
+    import arviz as az
+
+    summary = az.summary(idata, var_names=["theta"])
+    div = idata.sample_stats["diverging"] if "diverging" in idata.sample_stats else None
+    return {
+        "max_r_hat": float(np.max(summary["r_hat"])),
+        "min_ess_bulk": float(np.min(summary["ess_bulk"])),
+        "divergences": int(np.sum(div)) if div is not None else None,
+        "summary": summary.to_string(),
+    }
+
+
+def _status(msg):
+    print(msg, file=sys.stderr, flush=True)
