@@ -305,15 +305,22 @@ class RankMatch:
     seed : int, default 0
         Seed of the subset sampling.
 
-    Attributes (after fitting)
-    --------------------------
+    Attributes
+    ----------
     theta_ : ndarray, shape (n_features,)
-        MAP estimate, or posterior mean after :meth:`fit_nuts`.
+        After fitting: MAP estimate, or posterior mean after :meth:`fit_nuts`.
+    theta_draws_ : ndarray, shape (n_draws, n_features)
+        After :meth:`fit_nuts`: all posterior draws.
     prior_sigma_ : float
+        The prior scale used.
     idata_ : DataTree
         ``find_MAP`` or ``pm.sample`` result.
+    subsets_ : RankMatchSubsets
+        The training subsets.
     validation_ : dict
         Prior scale -> validation metrics (when a validation split was given).
+    timings_ : dict
+        Wall time in seconds of the steps (``"build"``, ``"map"``, ``"nuts"``).
     """
 
     def __init__(self, M=3, c=None, subsets_per_doc=0.4, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0),
