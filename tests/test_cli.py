@@ -67,6 +67,9 @@ def test_rank_errors_are_messages_not_tracebacks(letor_files, capsys):
                  "--model", "ridge", "--fit", "nuts"]) == 2
     assert "use --fit map" in capsys.readouterr().err
     assert main(["rank", "--train", "/nonexistent/file.txt", "--test", letor_files["test"]]) == 2
+    assert main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
+                 "--plots", "somewhere"]) == 2
+    assert "--plots needs" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["rank", "--model", "nonsense"])
 
@@ -76,7 +79,8 @@ def test_rank_nuts_prints_intervals_and_diagnostics(letor_files, tmp_path, capsy
     out = tmp_path / "n.json"
     code = main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
                  "--fit", "nuts", "--draws", "200", "--tune", "200", "--chains", "2",
-                 "--prior-sigma", "3", "--no-progress", "--json", str(out)])
+                 "--prior-sigma", "3", "--no-progress", "--json", str(out),
+                 "--plots", str(tmp_path / "plots")])
     assert code == 0
     printed = capsys.readouterr().out
     assert "90% interval" in printed and "r_hat" in printed
@@ -84,3 +88,5 @@ def test_rank_nuts_prints_intervals_and_diagnostics(letor_files, tmp_path, capsy
     lo, hi = result["test_interval90"]["ndcg@5"]
     assert lo <= result["test"]["ndcg@5"] <= hi
     assert result["diagnostics"]["max_r_hat"] < 1.1
+    for name in ("trace.png", "forest.png", "top5.png"):
+        assert (tmp_path / "plots" / name).stat().st_size > 1000

@@ -69,9 +69,58 @@ def add_rank_parser(subparsers):
                      help="NDCG discount convention (see pm_perm.ranking.metrics)")
     out.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
     out.add_argument("--predictions", metavar="OUT.txt", help="write one test score per line")
+    out.add_argument("--plots", metavar="DIR", help="with --fit nuts: save a trace plot, a forest "
+                     "plot of theta and, for up to 3 test queries of <= 16 documents, the "
+                     "posterior predictive probability of each document being in the top 5")
     out.add_argument("--no-progress", action="store_true", help="no progress bar for NUTS")
     p.set_defaults(func=run_rank)
     return p
+
+
+def save_plots(rm, test, directory, *, seed=0, max_draws=400):
+    """Trace and forest plots of theta and top-5 probabilities for a few test queries.
+
+    Returns the list of files written. Top-5 probabilities come from
+    :func:`pm_perm.ranking.rankmatch.ranking_predictive` (one exact ranking draw of the whole
+    query per posterior draw of theta, at most ``max_draws`` draws).
+    """
+    from pathlib import Path
+
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pm_perm.ranking.rankmatch import ranking_predictive
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    shown = {"feature": list(range(min(8, test.n_features)))}
+    files = [out / "trace.png", out / "forest.png", out / "top5.png"]
+    az.plot_trace_dist(rm.idata_, var_names=["theta"], coords=shown,
+                       backend="matplotlib").savefig(files[0])
+    az.plot_forest(rm.idata_, var_names=["theta"], backend="matplotlib").savefig(files[1])
+    plt.close("all")
+    rng = np.random.default_rng(seed)
+    draws = rm.theta_draws_
+    draws = draws[rng.choice(len(draws), min(max_draws, len(draws)), replace=False)]
+    sizes = test.group_sizes
+    has_rel = np.maximum.reduceat(test.y, test.group_ptr[:-1]) > 0
+    queries = np.flatnonzero((sizes > 5) & (sizes <= 16) & has_rel)[:3]
+    fig, axes = plt.subplots(1, max(1, queries.size), figsize=(4.5 * max(1, queries.size), 3.2),
+                             squeeze=False)
+    for ax, q in zip(axes[0], queries, strict=False):
+        rows = slice(test.group_ptr[q], test.group_ptr[q + 1])
+        y = ranking_predictive(draws, test.X[rows], rng=rng)
+        top5 = (y < 5).mean(axis=0)
+        ax.bar(np.arange(top5.size), top5, color=plt.cm.viridis(test.y[rows] / test.y.max()))
+        ax.set(title=f"query {test.qids[q]}", xlabel="document (dark = label 0, yellow = top label)",
+               ylabel="P(in top 5)", ylim=(0, 1))
+    fig.tight_layout()
+    fig.savefig(files[2])
+    plt.close(fig)
+    return [str(f) for f in files]
 
 
 def load_splits(args):
@@ -103,7 +152,8 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
     dict
         ``"test"``: metric -> value (posterior mean under NUTS); under NUTS also
         ``"test_interval90"`` (metric -> [5%, 95%] over draws) and ``"diagnostics"``;
-        ``"scores"``: test scores (posterior-mean theta); ``"timings"`` in seconds; settings.
+        ``"scores"``: test scores (posterior-mean theta); ``"ranker"``: the fitted
+        :class:`~pm_perm.ranking.rankmatch.RankMatch`; ``"timings"`` in seconds; settings.
     """
     from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -137,6 +187,7 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
             }
             result["diagnostics"] = _diagnostics(rm.idata_)
         scores = rm.decision_function(test.X)
+        result["ranker"] = rm
         result["theta"] = [float(x) for x in rm.theta_]
         result["timings"] = {k: round(v, 3) for k, v in rm.timings_.items()}
     else:
@@ -152,6 +203,8 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
 def run_rank(args):
     """Entry point of ``pm-perm rank``; returns the exit status."""
     try:
+        if args.plots and (args.fit != "nuts" or args.model != "rankmatch"):
+            raise ValueError("--plots needs --model rankmatch --fit nuts (posterior draws)")
         train, valid, test = load_splits(args)
         result = fit_and_evaluate(
             train, valid, test, model=args.model, fit=args.fit, subset_size=args.subset_size,
@@ -165,7 +218,11 @@ def run_rank(args):
     print(format_table(result))
     if "summary" in result.get("diagnostics", {}):
         print(result["diagnostics"].pop("summary"))
-    scores = result.pop("scores")
+    scores, ranker = result.pop("scores"), result.pop("ranker", None)
+    if args.plots:
+        _status("saving plots")
+        result["plots"] = save_plots(ranker, test, args.plots, seed=args.seed)
+        print("plots: " + ", ".join(result["plots"]))
     if args.predictions:
         np.savetxt(args.predictions, scores, fmt="%.10g")
     if args.json:

@@ -55,6 +55,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.ops.permanent import exact_max_m, log_permanent
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
@@ -63,6 +64,7 @@ __all__ = [
     "RankMatch",
     "RankMatchSubsets",
     "position_weights",
+    "ranking_predictive",
     "rankmatch_model",
     "sample_subsets",
     "weak_label_log_likelihood",
@@ -255,6 +257,48 @@ def _draw_rating_counts(sizes, M, n, rng):
     )
     pick = rng.choice(len(options), size=n, p=weights / weights.sum())
     return [options[i] for i in pick]
+
+
+def ranking_predictive(theta_draws, X, *, c=None, rng=None):
+    """Draws of a whole query's ranking, one per posterior draw of ``theta``.
+
+    The matching model applied to all ``D`` documents of one query: for each draw ``theta_t``
+    an exact draw ``y_t`` from ``p(y) = exp(sum_i c_{y[i]} <psi_i, theta_t>) / perm``, so the
+    draws mix the uncertainty of ``theta`` with the model's own ranking noise.
+
+    Parameters
+    ----------
+    theta_draws : array_like of float, shape (n_draws, n_features)
+    X : array_like of float, shape (D, n_features)
+        Features of the query's documents; ``D`` up to the exact limit (26).
+    c : array_like of float, shape (D,), optional
+        Position weights; default ``c_j = D - j``.
+    rng : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    ndarray of int64, shape (n_draws, D)
+        ``y[t, i]`` = 0-based rank position of document ``i`` in draw ``t``. Cost O(D 2^D) per
+        draw (one table per draw of theta).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pm_perm.ranking.rankmatch import ranking_predictive
+    >>> y = ranking_predictive(np.ones((200, 1)), [[3.0], [0.0], [-3.0]], rng=0)
+    >>> y.shape, bool(np.mean(y[:, 0] == 0) > 0.9)
+    ((200, 3), True)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    theta = np.atleast_2d(np.asarray(theta_draws, dtype=np.float64))
+    if X.ndim != 2 or theta.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"theta_draws (n_draws, n_features) and X (D, n_features) must share n_features; "
+            f"got {theta.shape} and {X.shape}"
+        )
+    c = position_weights(X.shape[0], c)
+    W = (theta @ X.T)[:, :, None] * c  # (n_draws, D, D)
+    return sample_permutations(W, rng=rng)
 
 
 def rankmatch_model(X, subsets, *, c=None, prior_sigma=1.0):

@@ -13,6 +13,7 @@ from pm_perm.ranking.metrics import evaluate_ranking
 from pm_perm.ranking.rankmatch import (
     RankMatch,
     position_weights,
+    ranking_predictive,
     rankmatch_model,
     sample_subsets,
     weak_label_log_likelihood,
@@ -187,6 +188,27 @@ def test_sample_subsets_errors():
         sample_subsets(_split([[1, 1], [0, 0, 0]]), 2)
     with pytest.raises(ValueError, match="RankingSplit"):
         sample_subsets(np.zeros((3, 2)), 2)
+
+
+def test_ranking_predictive_matches_exact_marginals():
+    """Rank-position frequencies of the draws (one theta repeated) against the enumerated
+    marginals p(y[i] = j); chi-square per document, false-failure rate < 1e-3 overall."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(4, 2))
+    theta = np.array([0.8, -0.4])
+    n = 4000
+    y = ranking_predictive(np.tile(theta, (n, 1)), X, rng=1)
+    W = np.outer(X @ theta, position_weights(4))
+    probs = np.zeros((4, 4))
+    for perm in itertools.permutations(range(4)):
+        probs[np.arange(4), perm] += np.exp(W[np.arange(4), perm].sum())
+    probs /= probs.sum(axis=1, keepdims=True)
+    for i in range(4):
+        counts = np.bincount(y[:, i], minlength=4)
+        stat = ((counts - n * probs[i]) ** 2 / (n * probs[i])).sum()
+        assert stat < chi2.ppf(1 - 2.5e-4, 3)
+    with pytest.raises(ValueError, match="share n_features"):
+        ranking_predictive(np.ones((3, 5)), X)
 
 
 # ------------------------------------------------------------------ model and fitting
