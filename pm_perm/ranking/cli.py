@@ -115,8 +115,8 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400):
         y = ranking_predictive(draws, test.X[rows], rng=rng)
         top5 = (y < 5).mean(axis=0)
         ax.bar(np.arange(top5.size), top5, color=plt.cm.viridis(test.y[rows] / test.y.max()))
-        ax.set(title=f"query {test.qids[q]}", xlabel="document (dark = label 0, yellow = top label)",
-               ylabel="P(in top 5)", ylim=(0, 1))
+        ax.set(title=f"query {test.qids[q]}", ylabel="P(in top 5)", ylim=(0, 1),
+               xlabel="document (dark = label 0, yellow = top label)")
     fig.tight_layout()
     fig.savefig(files[2])
     plt.close(fig)
