@@ -242,6 +242,20 @@ def test_model_logp_is_prior_plus_weak_label_sum():
     np.testing.assert_allclose(logp, prior + lik, rtol=1e-9)
 
 
+def test_whitened_model_has_the_same_posterior_density():
+    """theta = loc + L z: logp(z) of the whitened model equals logp(theta) of the plain one
+    (flat prior on z, constant Jacobian)."""
+    split = _synthetic(4, 8, np.array([1.0, -0.5, 0.2]), seed=1)
+    sub = sample_subsets(split, 3, rng=0)
+    rng = np.random.default_rng(5)
+    loc, L = rng.normal(size=3), rng.normal(size=(3, 3))
+    plain = rankmatch_model(split.X, sub, prior_sigma=2.0).compile_logp()
+    white = rankmatch_model(split.X, sub, prior_sigma=2.0, whitening=(loc, L)).compile_logp()
+    for _ in range(3):
+        z = rng.normal(size=3)
+        np.testing.assert_allclose(white({"z": z}), plain({"theta": loc + L @ z}), rtol=1e-10)
+
+
 def test_fit_map_recovers_direction_and_ranks_well():
     theta = np.array([1.0, -0.5, 0.25])
     train = _synthetic(30, 10, theta, seed=2)
