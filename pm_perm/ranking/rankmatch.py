@@ -378,7 +378,8 @@ class RankMatch:
     validation_ : dict
         Prior scale -> validation metrics (when a validation split was given).
     timings_ : dict
-        Wall time in seconds of the steps (``"build"``, ``"map"``, ``"nuts"``).
+        Wall time in seconds of the steps (``"build"``, ``"map"``; ``"whitening"`` and
+        ``"nuts"``, the latter including the former).
     """
 
     def __init__(self, M=3, c=None, subsets_per_doc=0.4, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0),
@@ -398,7 +399,7 @@ class RankMatch:
         self.subsets_ = sample_subsets(
             train, self.M, subsets_per_doc=self.subsets_per_doc, rng=self.seed
         )
-        self._X = train.X
+        self._train, self._X = train, train.X
         self.model_ = rankmatch_model(train.X, self.subsets_, c=self.c,
                                       prior_sigma=self.prior_sigmas[0])
         self.timings_["build"] = time.perf_counter() - t0
@@ -444,8 +445,8 @@ class RankMatch:
         ``theta_`` becomes the posterior mean and ``theta_draws_`` holds all draws, shape
         (chains * draws, n_features). Extra keyword arguments go to ``pm.sample``.
         """
-        if getattr(self, "model_", None) is None:
-            self._build(train)
+        if getattr(self, "_train", None) is not train:
+            self._build(train)  # reuse the subsets and model of fit_map on the same split
         sigma = float(prior_sigma or getattr(self, "prior_sigma_", self.prior_sigmas[0]))
         t0 = time.perf_counter()
         with self.model_:
