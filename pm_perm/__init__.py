@@ -28,6 +28,10 @@ ranking.data / ranking.metrics
     LETOR (qid:) and LightGBM (.query) readers, QueryLevelNorm, MQ2008 folds rebuilt from the
     test files; vectorised NDCG@k (gain 2^r - 1, discount 1/log2(1 + r)), P@k, AP/MAP over
     flat arrays and query boundaries, with an option for LETOR 4.0's evaluation script.
+ranking.rankmatch.RankMatch
+    Petterson et al.'s learning-to-rank model: bootstrap subsets of M documents per query,
+    W[i, j] = c_j <psi_i, theta>, exact weak-label likelihood (ties: product of block
+    permanents minus log perm) as one batched term; MAP, whitened NUTS, per-draw rankings.
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method is registered in PyMC's
     ``STEP_METHODS`` on import so ``pm.sample`` assigns it to latent permutations.
