@@ -48,6 +48,7 @@ __all__ = [
     "log_permanent_and_marginals",
     "log_permanent_core",
     "log_permanent_and_marginals_core",
+    "log_permanent_and_marginals_into_core",
     "memory_budget",
     "permutation_marginals",
     "sample_permutation_core",
@@ -107,6 +108,95 @@ def check_exact_size(M: int) -> None:
 
 
 # ----------------------------------------------------------------------------- numba cores
+
+#: Up to this M the value and marginals enumerate the M! permutations directly (at most 120
+#: products of 5 terms, no allocation); above it the subset DP. Measured per 3 x 3 matrix:
+#: 1.2 us by the DP (assignment duals, padded blocks and their scratch arrays dominate), about
+#: 0.2 us by enumeration; at M = 4 0.7 us against 1.7 us, at M = 5 3.8 us against 2.7 us.
+ENUMERATE_MAX_M = 4
+
+
+def _nested_permutations(m_max):
+    """All permutations of ``range(m_max)`` ordered so that the first ``m!`` rows are the
+    permutations of ``range(m)`` (extended by the identity), for every ``m <= m_max``."""
+    from itertools import permutations
+
+    rows: list[tuple[int, ...]] = []
+    seen = set()
+    for m in range(1, m_max + 1):
+        for p in permutations(range(m)):
+            full = p + tuple(range(m, m_max))
+            if full not in seen:
+                seen.add(full)
+                rows.append(full)
+    return np.array(rows, dtype=np.int64)
+
+
+_SMALL_PERMS = _nested_permutations(ENUMERATE_MAX_M)
+_FACTORIAL = np.array([1, 1, 2, 6, 24, 120], dtype=np.int64)
+
+
+@njit(cache=True)
+def _best_permutation_score(W):
+    """``max_y sum_i W[i, y[i]]`` over the ``M!`` permutations, ``M <= ENUMERATE_MAX_M``."""
+    M = W.shape[0]
+    perms = _SMALL_PERMS
+    best = -np.inf
+    for r in range(_FACTORIAL[M]):
+        s = 0.0
+        for i in range(M):
+            s += W[i, perms[r, i]]
+        if s > best:
+            best = s
+    return best
+
+
+@njit(cache=True)
+def _enumerate_value(W):
+    """``log perm(exp W)`` by enumerating the ``M!`` permutations, ``M <= ENUMERATE_MAX_M``;
+    log-sum-exp scaled by the best permutation, so every term is in ``[0, 1]``."""
+    M = W.shape[0]
+    perms = _SMALL_PERMS
+    best = _best_permutation_score(W)
+    if best == -np.inf:
+        return -np.inf
+    total = 0.0
+    for r in range(_FACTORIAL[M]):
+        s = 0.0
+        for i in range(M):
+            s += W[i, perms[r, i]]
+        total += math.exp(s - best)
+    return math.log(total) + best
+
+
+@njit(cache=True)
+def _enumerate_with_marginals(W, out):
+    """As :func:`_enumerate_value`, with the marginals ``P`` written into ``out`` (M, M)
+    (all zeros if ``perm = 0``)."""
+    M = W.shape[0]
+    perms = _SMALL_PERMS
+    for i in range(M):
+        for j in range(M):
+            out[i, j] = 0.0
+    best = _best_permutation_score(W)
+    if best == -np.inf:
+        return -np.inf
+    total = 0.0
+    for r in range(_FACTORIAL[M]):
+        s = 0.0
+        for i in range(M):
+            s += W[i, perms[r, i]]
+        t = math.exp(s - best)
+        if t > 0.0:
+            total += t
+            for i in range(M):
+                out[i, perms[r, i]] += t
+    inv = 1.0 / total
+    for i in range(M):
+        for j in range(M):
+            out[i, j] *= inv
+    return math.log(total) + best
+
 
 _DEBRUIJN = np.array(
     [0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8,
@@ -381,6 +471,8 @@ def _kept_table(M):
 def _workspace(M):
     """The one table of 2^max(M, 3) float64 the DP needs (reused across a batch and, for
     KEEP_MIN_M <= M <= KEEP_MAX_M, across calls in the same thread)."""
+    if M <= ENUMERATE_MAX_M:
+        return np.empty(0)  # enumeration needs no table
     n = max(M, 3)
     if KEEP_MIN_M <= n <= KEEP_MAX_M:
         with objmode(table="float64[::1]"):
@@ -394,6 +486,8 @@ def _workspace(M):
 
 @njit(cache=True)
 def _log_permanent_into(W, work):
+    if W.shape[0] <= ENUMERATE_MAX_M:
+        return _enumerate_value(W)
     B, shift, feasible = _scaled(W)
     if not feasible:
         return -np.inf
@@ -406,6 +500,8 @@ def _log_permanent_and_marginals_into(W, work, out):
     in place: block ``q`` reads its own ``f`` entries before writing ``g`` there, and reads ``g``
     only from blocks above it, so one table of 2^M doubles suffices."""
     M = W.shape[0]
+    if M <= ENUMERATE_MAX_M:
+        return _enumerate_with_marginals(W, out)
     out[:, :] = 0.0
     B, shift, feasible = _scaled(W)
     if not feasible:
@@ -425,6 +521,14 @@ def _log_permanent_and_marginals_into(W, work, out):
 def log_permanent_core(W):
     """``log perm(exp W)`` for one validated (M, M) float64 matrix (M >= 1)."""
     return _log_permanent_into(W, _workspace(W.shape[0]))
+
+
+@njit(cache=True)
+def log_permanent_and_marginals_into_core(W, out):
+    """``log perm(exp W)`` for one validated (M, M) float64 matrix, marginals written into
+    ``out`` (M, M): no allocation for M <= ``ENUMERATE_MAX_M`` (PyTensor's Blockwise loops call
+    this with views of the batched outputs)."""
+    return _log_permanent_and_marginals_into(W, _workspace(W.shape[0]), out)
 
 
 @njit(cache=True)
@@ -471,7 +575,8 @@ def _sampler_table(W):
     """Padded scaled weights and their backward table, for :func:`_draw_from_table`."""
     B, _, _ = _scaled(W)
     B = _padded(B)
-    g = _workspace(B.shape[0])
+    n = B.shape[0]
+    g = _workspace(n) if n > ENUMERATE_MAX_M else np.empty(1 << n)
     _backward(B, g, g, B, False)  # f and P are not read without marginals
     return B, g
 

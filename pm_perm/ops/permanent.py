@@ -31,9 +31,11 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels.permanent import (
+    ENUMERATE_MAX_M,
     EXACT_MAX_M,
     check_exact_size,
     log_permanent_and_marginals_core,
+    log_permanent_and_marginals_into_core,
     log_permanent_core,
     memory_budget,
 )
@@ -188,14 +190,32 @@ def _finite_or_minus_inf(W):
 def _value(W):
     if not _finite_or_minus_inf(W):
         return np.nan
-    return log_permanent_core(W)
+    if W.shape[0] <= ENUMERATE_MAX_M:
+        return log_permanent_core(W)
+    return log_permanent_core(np.ascontiguousarray(W))
 
 
 @njit(cache=True)
 def _both(W):
     if not _finite_or_minus_inf(W):
         return np.nan, np.full(W.shape, np.nan)
-    return log_permanent_and_marginals_core(W)
+    return log_permanent_and_marginals_core(np.ascontiguousarray(W))
+
+
+@njit(cache=True)
+def _both_into(W, out):
+    """Value returned, marginals written into ``out``; NaN in both for NaN / ``+inf`` input."""
+    if not _finite_or_minus_inf(W):
+        out[:, :] = np.nan
+        return np.nan
+    if W.shape[0] <= ENUMERATE_MAX_M:
+        return log_permanent_and_marginals_into_core(W, out)
+    return log_permanent_and_marginals_into_core(np.ascontiguousarray(W), out)
+
+
+# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
+# (``handles_out``): for small M the per-matrix allocations of a returned (M, M) array and a 0-d
+# array cost more than the permanent itself. Called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(LogPermanent)
@@ -203,11 +223,15 @@ def _numba_log_permanent(op, node, **kwargs):
     max_m = op.max_m
 
     @numba_basic.numba_njit
-    def log_permanent_numba(W):
+    def log_permanent_numba(W, out=None):
         if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
             raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
-        return np.array(_value(np.ascontiguousarray(W)), dtype=np.float64)
+        if out is None:
+            return np.array(_value(W), dtype=np.float64)
+        out[()] = _value(W)
+        return out
 
+    log_permanent_numba.handles_out = True
     return log_permanent_numba, _VERSION
 
 
@@ -216,11 +240,17 @@ def _numba_permutation_marginals(op, node, **kwargs):
     max_m = op.max_m
 
     @numba_basic.numba_njit
-    def permutation_marginals_numba(W):
+    def permutation_marginals_numba(W, out=None):
         if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
             raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
-        return _both(np.ascontiguousarray(W))[1]
+        if out is None:
+            P = np.empty(W.shape)
+            _both_into(W, P)
+            return P
+        _both_into(W, out)
+        return out
 
+    permutation_marginals_numba.handles_out = True
     return permutation_marginals_numba, _VERSION
 
 
@@ -229,12 +259,17 @@ def _numba_log_permanent_and_marginals(op, node, **kwargs):
     max_m = op.max_m
 
     @numba_basic.numba_njit
-    def log_permanent_and_marginals_numba(W):
+    def log_permanent_and_marginals_numba(W, out_v=None, out_p=None):
         if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
             raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
-        v, P = _both(np.ascontiguousarray(W))
-        return np.array(v, dtype=np.float64), P
+        if out_v is None:
+            P = np.empty(W.shape)
+            v = _both_into(W, P)
+            return np.array(v, dtype=np.float64), P
+        out_v[()] = _both_into(W, out_p)
+        return out_v, out_p
 
+    log_permanent_and_marginals_numba.handles_out = True
     return log_permanent_and_marginals_numba, _VERSION
 
 

@@ -102,3 +102,30 @@ def test_ops_pickle():
     g = pickle.loads(pickle.dumps(f))
     x = np.random.default_rng(3).normal(size=(4, 4))
     np.testing.assert_allclose(g(x)[0], f(x)[0])
+
+
+@pytest.mark.parametrize("M", range(1, 7))
+def test_numba_blockwise_writes_outputs_in_place(M):
+    """The numba Blockwise loop hands the core its output views (``handles_out``): values,
+    marginals and the NaN / infeasible conventions must survive, for enumerated (M <= 4) and DP
+    sizes, and for a non-contiguous batch."""
+    from pm_perm.reference.permutations import log_permanent_enum, permutation_marginals_enum
+
+    rng = np.random.default_rng(40 + M)
+    Wv = rng.normal(scale=2.0, size=(6, M, M))
+    Wv[1, 0, :] = -np.inf  # infeasible: -inf value, zero marginals
+    Wv[2, M - 1, 0] = np.nan  # NaN in, NaN out (this matrix only)
+    Wv[3, 0, : M - 1] = -np.inf
+    W = pt.tensor3("W")
+    lp = log_permanent(W)
+    f = pytensor.function([W], [lp, pt.grad(lp.sum(), W), permutation_marginals(W)], mode="NUMBA")
+    for arr in (Wv, np.ascontiguousarray(Wv.transpose(0, 2, 1)).transpose(0, 2, 1)):
+        v, g, m = f(arr)
+        ok = [0, 3, 4, 5]
+        np.testing.assert_allclose(v[ok], log_permanent_enum(arr[ok]), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(g[ok], permutation_marginals_enum(arr[ok]), atol=1e-12)
+        np.testing.assert_allclose(m[ok], permutation_marginals_enum(arr[ok]), atol=1e-12)
+        assert v[1] == -np.inf and np.all(m[1] == 0.0)
+        assert np.isnan(v[2]) and np.all(np.isnan(m[2]))
+    vt, _, _ = f(Wv.transpose(0, 2, 1))  # a transposed (non-contiguous) view: perm(W^T) = perm(W)
+    np.testing.assert_allclose(vt[ok], v[ok], atol=1e-12)
