@@ -57,7 +57,7 @@ def speed_table(sizes, repeats, seed=0):
     rng = np.random.default_rng(seed)
     rows = []
     for M in sizes:
-        batch = 1000 if M == 5 else 1
+        batch = 10000 if M <= 5 else 1
         W = rng.normal(size=(batch, M, M))
         A = np.exp(W)
         reps = repeats if M < 22 else max(2, repeats // 3)
@@ -93,7 +93,7 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true")
     p.add_argument("--repeats", type=int, default=7)
     args = p.parse_args(argv)
-    sizes = [5, 10, 15, 20, 22] + ([] if args.quick else [24])
+    sizes = [3, 4, 5, 10, 15, 20, 22] + ([] if args.quick else [24])
     print("## Speed (seconds per matrix; best of repeats; one thread)\n")
     print("| M | batch | value | value+grad | value+grad (PyTensor Op) | thewalrus bbfg (value) "
           "| thewalrus / our value+grad |")
