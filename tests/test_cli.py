@@ -49,6 +49,24 @@ def test_rank_rankmatch_map_writes_json_and_predictions(letor_files, tmp_path, c
     assert np.loadtxt(pred).shape == (8 * 6,)
 
 
+def test_rank_ordinal_map(letor_files, tmp_path, capsys):
+    out, pred = tmp_path / "o.json", tmp_path / "o.txt"
+    code = main(["rank", "--train", letor_files["train"], "--valid", letor_files["valid"],
+                 "--test", letor_files["test"], "--model", "ordinal", "--fit", "map",
+                 "--prior-sigma", "1", "--prior-sigma", "10",
+                 "--json", str(out), "--predictions", str(pred)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "ordinal, map" in printed and "MAP" in printed
+    result = json.loads(out.read_text())
+    assert result["model"] == "ordinal" and result["prior_sigma"] in (1.0, 10.0)
+    assert result["n_train_queries_used"] == 12 and result["max_query_length"] == 6
+    for key in ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map"):
+        assert 0.0 <= result["test"][key] <= 1.0
+    assert result["test"]["ndcg@3"] > 0.6  # the labels follow a linear score
+    assert np.loadtxt(pred).shape == (8 * 6,)
+
+
 def test_rank_ridge_lightgbm_format(tmp_path, capsys):
     train = _write_letor(tmp_path / "rank.train", 10, 0, qid=False)
     test = _write_letor(tmp_path / "rank.test", 4, 1, qid=False)
@@ -69,6 +87,9 @@ def test_rank_errors_are_messages_not_tracebacks(letor_files, capsys):
     assert main(["rank", "--train", "/nonexistent/file.txt", "--test", letor_files["test"]]) == 2
     assert main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
                  "--plots", "somewhere"]) == 2
+    assert "--plots needs" in capsys.readouterr().err
+    assert main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
+                 "--model", "ridge", "--fit", "nuts", "--plots", "somewhere"]) == 2
     assert "--plots needs" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["rank", "--model", "nonsense"])

@@ -7,12 +7,15 @@ Examples
     pm-perm rank --mq2008-fold 1 --model rankmatch --fit map --json fold1.json
     pm-perm rank --train S1.txt --train S2.txt --valid vali.txt --test test.txt --fit nuts
     pm-perm rank --format lightgbm --train rank.train --test rank.test --model ridge
+    pm-perm rank --mq2008-fold 1 --model ordinal --fit map
 
 The test split's NDCG@1..10, P@1..10 and MAP are printed (mean over queries, conventions of
 :mod:`pm_perm.ranking.metrics`). With ``--fit nuts`` each metric is computed per posterior draw
 and printed as posterior mean and 90% interval, with an ArviZ summary (r_hat, ESS) of theta.
-Models: ``rankmatch`` (:class:`pm_perm.ranking.rankmatch.RankMatch`) and ``ridge``, a linear
-pointwise baseline (ridge regression on the labels, penalty chosen on the validation split).
+Models: ``rankmatch`` (:class:`pm_perm.ranking.rankmatch.RankMatch`), ``ordinal`` (the ordinal
+n-choose-k ranker on whole query lists, :class:`pm_perm.ranking.ordinal.OrdinalRanker`) and
+``ridge``, a linear pointwise baseline (ridge regression on the labels, penalty chosen on the
+validation split).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def add_rank_parser(subparsers):
     data.add_argument("--query-norm", action="store_true", help="min-max scale features within "
                       "each query (LETOR QueryLevelNorm)")
     model = p.add_argument_group("model")
-    model.add_argument("--model", choices=("rankmatch", "ridge"), default="rankmatch")
+    model.add_argument("--model", choices=("rankmatch", "ordinal", "ridge"), default="rankmatch")
     model.add_argument("--fit", choices=("map", "nuts"), default="map")
     model.add_argument("--subset-size", type=int, default=3, metavar="M",
                        help="RankMatch subset size M (default 3; M > #ratings uses ties)")
@@ -70,8 +73,9 @@ def add_rank_parser(subparsers):
     out.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
     out.add_argument("--predictions", metavar="OUT.txt", help="write one test score per line")
     out.add_argument("--plots", metavar="DIR", help="with --fit nuts: save a trace plot, a forest "
-                     "plot of theta and, for up to 3 test queries of <= 16 documents, the "
-                     "posterior predictive probability of each document being in the top 5")
+                     "plot of theta and (rankmatch only), for up to 3 test queries of <= 16 "
+                     "documents, the posterior predictive probability of each document being in "
+                     "the top 5")
     out.add_argument("--no-progress", action="store_true", help="no progress bar for NUTS")
     p.set_defaults(func=run_rank)
     return p
@@ -82,7 +86,8 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400):
 
     Returns the list of files written. Top-5 probabilities come from
     :func:`pm_perm.ranking.rankmatch.ranking_predictive` (one exact ranking draw of the whole
-    query per posterior draw of theta, at most ``max_draws`` draws).
+    query per posterior draw of theta, at most ``max_draws`` draws); they are drawn for a
+    :class:`~pm_perm.ranking.rankmatch.RankMatch` only (the matching model's predictive).
     """
     from pathlib import Path
 
@@ -92,7 +97,7 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pm_perm.ranking.rankmatch import ranking_predictive
+    from pm_perm.ranking.rankmatch import RankMatch, ranking_predictive
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,6 +107,8 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400):
                        backend="matplotlib").savefig(files[0])
     az.plot_forest(rm.idata_, var_names=["theta"], backend="matplotlib").savefig(files[1])
     plt.close("all")
+    if not isinstance(rm, RankMatch):
+        return [str(f) for f in files[:2]]
     rng = np.random.default_rng(seed)
     draws = rm.theta_draws_
     draws = draws[rng.choice(len(draws), min(max_draws, len(draws)), replace=False)]
@@ -166,17 +173,27 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
         reg, alpha = _fit_ridge(train, valid)
         scores = reg.predict(test.X)
         result["ridge_alpha"] = alpha
-    elif model == "rankmatch":
-        from pm_perm.ranking.rankmatch import RankMatch
+    elif model in ("rankmatch", "ordinal"):
+        sigmas = {"prior_sigmas": prior_sigmas} if prior_sigmas else {}
+        if model == "rankmatch":
+            from pm_perm.ranking.rankmatch import RankMatch
 
-        rm = RankMatch(M=subset_size, subsets_per_doc=subsets_per_doc, seed=seed,
-                       **({"prior_sigmas": prior_sigmas} if prior_sigmas else {}))
-        _status(f"RankMatch: fitting MAP (M={subset_size})")
+            rm = RankMatch(M=subset_size, subsets_per_doc=subsets_per_doc, seed=seed, **sigmas)
+            _status(f"RankMatch: fitting MAP (M={subset_size})")
+        else:
+            from pm_perm.ranking.ordinal import OrdinalRanker
+
+            rm = OrdinalRanker(**sigmas)
+            _status("ordinal n-choose-k: fitting MAP")
         rm.fit_map(train, valid)
-        result.update(prior_sigma=rm.prior_sigma_, subset_size=subset_size,
-                      n_subsets=int(rm.subsets_.docs.shape[0]))
+        result["prior_sigma"] = rm.prior_sigma_
+        if model == "rankmatch":
+            result.update(subset_size=subset_size, n_subsets=int(rm.subsets_.docs.shape[0]))
+        else:
+            result.update(n_train_queries_used=int(rm.padded_.n_queries),
+                          max_query_length=int(rm.padded_.X.shape[1]))
         if fit == "nuts":
-            _status(f"RankMatch: NUTS, {chains} chains x {draws} draws")
+            _status(f"{type(rm).__name__}: NUTS, {chains} chains x {draws} draws")
             rm.fit_nuts(train, draws=draws, tune=tune, chains=chains, random_seed=seed,
                         progressbar=progressbar)
             per_draw = evaluate_ranking(rm.decision_function(test.X, draws=True), test.y,
@@ -191,7 +208,7 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
         result["theta"] = [float(x) for x in rm.theta_]
         result["timings"] = {k: round(v, 3) for k, v in rm.timings_.items()}
     else:
-        raise ValueError(f"unknown model {model!r}; choose rankmatch or ridge")
+        raise ValueError(f"unknown model {model!r}; choose rankmatch, ordinal or ridge")
     if "test" not in result:
         result["test"] = evaluate_ranking(scores, test.y, test.group_ptr, ks=KS,
                                           convention=convention)
@@ -203,8 +220,9 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
 def run_rank(args):
     """Entry point of ``pm-perm rank``; returns the exit status."""
     try:
-        if args.plots and (args.fit != "nuts" or args.model != "rankmatch"):
-            raise ValueError("--plots needs --model rankmatch --fit nuts (posterior draws)")
+        if args.plots and (args.fit != "nuts" or args.model == "ridge"):
+            raise ValueError("--plots needs --fit nuts with --model rankmatch or ordinal "
+                             "(posterior draws)")
         train, valid, test = load_splits(args)
         result = fit_and_evaluate(
             train, valid, test, model=args.model, fit=args.fit, subset_size=args.subset_size,

@@ -9,7 +9,7 @@ The likelihood is the ordinal n-choose-k model conditioned on the query's label 
 (Swersky et al., NIPS 2012, sec. 3 and 5.2): for ``r = R - 1`` down to 1 the ``k_r`` documents
 of label ``r`` are a conditional-Bernoulli choice among the documents of label ``<= r``,
 
-    ``log p(y | k) = sum_{r >= 1} [ sum_{d: y_d = r} theta_d - log e_{k_r}(exp theta_d : y_d <= r) ]``
+    ``log p(y | k) = sum_{r >= 1} [sum_{y_d = r} theta_d - log e_{k_r}(exp theta_d : y_d <= r)]``
 
 (:class:`pm_perm.distributions.cardinality.OrdinalNChooseK` with ``n_levels=R``, exact
 elementary symmetric polynomials; the count prior, which does not depend on ``theta``, is left

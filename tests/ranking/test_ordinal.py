@@ -80,7 +80,7 @@ def test_model_logp_is_prior_plus_enumerated_likelihood():
 def test_padding_matches_unpadded_likelihood_and_gradient():
     """One padded (Q, D_max) term == the sum of per-query unpadded OrdinalNChooseK terms, value
     and gradient, also with extreme scores."""
-    split = _synthetic(6, np.array([1.0, -0.5, 0.2]), seed=1, sizes=(3, 12))
+    split = _synthetic(4, np.array([1.0, -0.5, 0.2]), seed=1, sizes=(3, 12))
     padded = pad_queries(split)
     assert padded.mask.sum() == split.n_docs and not np.all(padded.mask)
     model = ordinal_model(padded, prior_sigma=1.0)
