@@ -1,0 +1,1 @@
+"""Linear classifiers with count priors (n-choose-k, expected top-K gain) and their metrics."""
