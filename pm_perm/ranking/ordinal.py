@@ -49,6 +49,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pm_perm.distributions.cardinality import OrdinalNChooseK
+from pm_perm.ranking._map import map_path
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -224,8 +225,10 @@ class OrdinalRanker:
         After :meth:`fit_nuts`: all posterior draws.
     prior_sigma_ : float
         The prior scale used.
-    idata_ : DataTree
-        ``find_MAP`` or ``pm.sample`` result.
+    idata_ : DataTree or None
+        ``pm.sample`` result after :meth:`fit_nuts`; None after :meth:`fit_map`.
+    map_results_ : dict
+        After :meth:`fit_map`: prior scale -> ``scipy.optimize.OptimizeResult``.
     padded_ : PaddedQueries
         The training queries.
     model_ : pymc.Model
@@ -239,7 +242,8 @@ class OrdinalRanker:
     Examples
     --------
     >>> import numpy as np
-    >>> from pm_perm.ranking.data import RankingSplit
+    >>> from pm_perm.ranking._map import map_path
+from pm_perm.ranking.data import RankingSplit
     >>> from pm_perm.ranking.ordinal import OrdinalRanker
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 2))
@@ -266,35 +270,26 @@ class OrdinalRanker:
         self.timings_["build"] = time.perf_counter() - t0
 
     def fit_map(self, train, valid=None):
-        """MAP estimate by ``pm.find_MAP`` (L-BFGS-B on the exact log-posterior).
+        """MAP estimate: L-BFGS-B on the exact log-posterior, as ``pm.find_MAP`` does.
 
-        With ``valid``, every scale in ``prior_sigmas`` is fitted (each fit starting from the
-        previous one's optimum; the log-posterior is concave, since every level term is linear
-        minus a log-partition function, so the optimum does not depend on the start) and the one
-        with the highest validation NDCG@5 kept; without, the first scale is used. Returns
-        ``self``.
+        With ``valid``, every scale in ``prior_sigmas`` is fitted and the one with the highest
+        validation NDCG@5 kept; without, the first scale is used. The log-posterior and its
+        gradient are compiled once for all scales and each fit starts from the previous optimum
+        (:func:`pm_perm.ranking._map.map_path`); the log-posterior is strictly concave (every
+        level term is linear minus a log-partition function), so the start does not change the
+        optimum. Returns ``self``.
         """
         self._build(train)
         t0 = time.perf_counter()
-        sigmas = self.prior_sigmas if valid is not None else self.prior_sigmas[:1]
-        best, start = None, None
-        for sigma in sigmas:
-            with self.model_:
-                pm.set_data({"prior_sigma": sigma})
-                fit = pm.find_MAP(initvals=start, return_inferencedata=True, jitter=False,
-                                  progressbar=False)
-            theta = np.asarray(fit.posterior["theta"]).reshape(-1)
-            start = {"theta": theta}  # warm start: the log-posterior is concave
-            score = -np.inf
-            if valid is not None:
-                self.validation_[sigma] = evaluate_ranking(valid.X @ theta, valid.y,
-                                                           valid.group_ptr, ks=(1, 3, 5))
-                score = self.validation_[sigma]["ndcg@5"]
-            if best is None or score > best[0]:
-                best = (score, sigma, theta, fit)
-        _, self.prior_sigma_, self.theta_, self.idata_ = best
-        with self.model_:
-            pm.set_data({"prior_sigma": self.prior_sigma_})
+
+        def score(sigma, theta):
+            self.validation_[sigma] = evaluate_ranking(valid.X @ theta, valid.y,
+                                                       valid.group_ptr, ks=(1, 3, 5))
+            return self.validation_[sigma]["ndcg@5"]
+
+        self.prior_sigma_, self.theta_, _, self.map_results_ = map_path(
+            self.model_, self.prior_sigmas, None if valid is None else score)
+        self.idata_ = None
         self.timings_["map"] = time.perf_counter() - t0
         return self
 

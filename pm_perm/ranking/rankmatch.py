@@ -57,6 +57,7 @@ import pytensor.tensor as pt
 
 from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.ops.permanent import exact_max_m, log_permanent
+from pm_perm.ranking._map import map_path
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -371,8 +372,10 @@ class RankMatch:
         After :meth:`fit_nuts`: all posterior draws.
     prior_sigma_ : float
         The prior scale used.
-    idata_ : DataTree
-        ``find_MAP`` or ``pm.sample`` result.
+    idata_ : DataTree or None
+        ``pm.sample`` result after :meth:`fit_nuts`; None after :meth:`fit_map`.
+    map_results_ : dict
+        After :meth:`fit_map`: prior scale -> ``scipy.optimize.OptimizeResult``.
     subsets_ : RankMatchSubsets
         The training subsets.
     validation_ : dict
@@ -405,30 +408,27 @@ class RankMatch:
         self.timings_["build"] = time.perf_counter() - t0
 
     def fit_map(self, train, valid=None):
-        """MAP estimate by ``pm.find_MAP`` (L-BFGS-B on the exact log-posterior).
+        """MAP estimate: L-BFGS-B on the exact log-posterior, as ``pm.find_MAP`` does.
 
         With ``valid``, every scale in ``prior_sigmas`` is fitted and the one with the highest
-        validation NDCG@5 kept; without, the first scale is used. Returns ``self``.
+        validation NDCG@5 kept; without, the first scale is used. The log-posterior and its
+        gradient are compiled once for all scales, and each fit starts from the previous optimum
+        (:func:`pm_perm.ranking._map.map_path`). With strict labels (``M`` = number of ratings
+        in every subset) the log-posterior is concave (linear minus a log-sum-exp of linear
+        functions), so the start does not change the optimum; the weak-label likelihood with
+        ties is a difference of two such log-sum-exps and need not be concave. Returns ``self``.
         """
         self._build(train)
         t0 = time.perf_counter()
-        sigmas = self.prior_sigmas if valid is not None else self.prior_sigmas[:1]
-        best = None
-        for sigma in sigmas:
-            with self.model_:
-                pm.set_data({"prior_sigma": sigma})
-                fit = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
-            theta = np.asarray(fit.posterior["theta"]).reshape(-1)
-            score = -np.inf
-            if valid is not None:
-                self.validation_[sigma] = evaluate_ranking(valid.X @ theta, valid.y,
-                                                           valid.group_ptr, ks=(1, 3, 5))
-                score = self.validation_[sigma]["ndcg@5"]
-            if best is None or score > best[0]:
-                best = (score, sigma, theta, fit)
-        _, self.prior_sigma_, self.theta_, self.idata_ = best
-        with self.model_:
-            pm.set_data({"prior_sigma": self.prior_sigma_})
+
+        def score(sigma, theta):
+            self.validation_[sigma] = evaluate_ranking(valid.X @ theta, valid.y,
+                                                       valid.group_ptr, ks=(1, 3, 5))
+            return self.validation_[sigma]["ndcg@5"]
+
+        self.prior_sigma_, self.theta_, _, self.map_results_ = map_path(
+            self.model_, self.prior_sigmas, None if valid is None else score)
+        self.idata_ = None
         self.timings_["map"] = time.perf_counter() - t0
         return self
 

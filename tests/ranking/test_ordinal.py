@@ -2,6 +2,8 @@ import itertools
 
 import numpy as np
 import pymc as pm
+import pytensor
+import pytensor.tensor as pt
 import pytest
 from scipy.special import logsumexp
 
@@ -80,23 +82,26 @@ def test_model_logp_is_prior_plus_enumerated_likelihood():
 def test_padding_matches_unpadded_likelihood_and_gradient():
     """One padded (Q, D_max) term == the sum of per-query unpadded OrdinalNChooseK terms, value
     and gradient, also with extreme scores."""
-    split = _synthetic(4, np.array([1.0, -0.5, 0.2]), seed=1, sizes=(3, 12))
+    split = _synthetic(6, np.array([1.0, -0.5, 0.2]), seed=1, sizes=(3, 12))
     padded = pad_queries(split)
     assert padded.mask.sum() == split.n_docs and not np.all(padded.mask)
     model = ordinal_model(padded, prior_sigma=1.0)
-    with pm.Model() as separate:
-        theta = pm.Normal("theta", 0.0, 1.0, shape=3)
-        for q in range(split.n_queries):
-            rows = slice(split.group_ptr[q], split.group_ptr[q + 1])
-            OrdinalNChooseK(f"y{q}", logits=pm.math.dot(split.X[rows], theta), n_levels=3,
-                            observed=split.y[rows])
+    both = model.compile_fn([model.logp(), model.dlogp()])
+    # unpadded: one query at a time through one compiled function of (logits, labels)
+    logits, labels = pt.vector("logits"), pt.lvector("labels")
+    lp = pm.logp(OrdinalNChooseK.dist(logits=logits, n_levels=3), labels)
+    single = pytensor.function([logits, labels], [lp, pytensor.grad(lp, logits)])
     rng = np.random.default_rng(2)
     for scale in (0.5, 3.0, 40.0):
-        point = {"theta": scale * rng.normal(size=3)}
-        np.testing.assert_allclose(model.compile_logp()(point), separate.compile_logp()(point),
-                                   rtol=1e-10)
-        np.testing.assert_allclose(model.compile_dlogp()(point), separate.compile_dlogp()(point),
-                                   rtol=1e-8, atol=1e-10)
+        theta = scale * rng.normal(size=3)
+        value, grad = -0.5 * theta @ theta - 1.5 * np.log(2 * np.pi), -theta
+        for q in range(split.n_queries):
+            rows = slice(split.group_ptr[q], split.group_ptr[q + 1])
+            v, g = single(split.X[rows] @ theta, split.y[rows])
+            value, grad = value + v, grad + split.X[rows].T @ g
+        padded_value, padded_grad = both({"theta": theta})
+        np.testing.assert_allclose(padded_value, value, rtol=1e-10)
+        np.testing.assert_allclose(padded_grad, grad, rtol=1e-8, atol=1e-10)
 
 
 def test_three_levels_with_one_document_each_is_plackett_luce():
