@@ -36,10 +36,13 @@ def _cases():
     nan3 = W3.copy()
     nan3[0, 1] = np.nan
     theta = np.array([0.5, -1.0, 2.0, 0.0])
+    huge3 = W3.copy()
+    huge3[0, 0] = 1.5e308  # finite, but sums of such logits overflow float64
     return [
         # (area, input, call, expect) ; expect: an exception name, or "-inf" / "nan" / "ok"
         ("permanent kernel", "logits with NaN", lambda: log_permanent(nan3), "ValueError"),
         ("permanent kernel", "logits with +inf", lambda: log_permanent(np.where(np.eye(3) > 0, np.inf, 0.0)), "ValueError"),
+        ("permanent kernel", "a finite logit of 1.5e308 (beyond 1e300)", lambda: log_permanent(huge3), "ValueError"),
         ("permanent kernel", "non-square logits (2, 3)", lambda: log_permanent(np.zeros((2, 3))), "ValueError"),
         ("permanent kernel", "a 1-d array", lambda: log_permanent(np.zeros(3)), "ValueError"),
         ("permanent kernel", "M = 32 (beyond EXACT_MAX_M = 26)", lambda: log_permanent(np.zeros((32, 32))), "ValueError"),
@@ -47,11 +50,13 @@ def _cases():
         ("permanent kernel", "sampling when every permutation is forbidden", lambda: sample_permutations(infeasible, rng=0), "ValueError"),
         ("permanent kernel", "a string", lambda: log_permanent("abc"), "TypeError"),
         ("permanent Op", "NaN logits at run time", lambda: log_permanent_op(pt.as_tensor(nan3)).eval(), "nan"),
+        ("permanent Op", "a finite logit of 1.5e308 at run time", lambda: log_permanent_op(pt.as_tensor(huge3)).eval(), "nan"),
         ("permanent Op", "integer-typed logits", lambda: log_permanent_op(pt.lmatrix("L")), "TypeError"),
         ("permanent Op", "static shape (32, 32)", lambda: log_permanent_op(pt.tensor("W", shape=(32, 32))), "ValueError"),
         ("PermutationExpFamily", "a value that is not a permutation, [0, 0, 2]", lambda: _perm_logp(W3, [0, 0, 2]), "-inf"),
         ("PermutationExpFamily", "a value out of range, [0, 1, 3]", lambda: _perm_logp(W3, [0, 1, 3]), "-inf"),
         ("PermutationExpFamily", "NaN logits in pm.logp", lambda: _perm_logp(nan3, [0, 1, 2]), "ParameterValueError"),
+        ("PermutationExpFamily", "a finite logit of 1.5e308 in pm.logp", lambda: _perm_logp(huge3, [0, 1, 2]), "ParameterValueError"),
         ("PermutationExpFamily", "logits admitting no permutation", lambda: _perm_logp(infeasible, [2, 0, 1]), "ParameterValueError"),
         ("PermutationExpFamily", "observed floats 0.5", lambda: _observed(PermutationExpFamily, logits=W3, observed=np.array([[0.5, 1, 2]])), "ValueError"),
         ("PermutationExpFamily", "observed of the wrong length", lambda: _observed(PermutationExpFamily, logits=W3, observed=np.array([[0, 1]])), "ValueError"),
@@ -60,6 +65,7 @@ def _cases():
         ("PermutationExpFamily", "logits (30, 30) with method='exact'", lambda: PermutationExpFamily.dist(logits=np.zeros((30, 30))), "ValueError"),
         ("PermutationExpFamily", "unknown method", lambda: PermutationExpFamily.dist(logits=W3, method="fast"), "ValueError"),
         ("cardinality kernel", "log e_k with NaN logits", lambda: log_esp(np.array([0.0, np.nan]), 1), "ValueError"),
+        ("cardinality kernel", "log e_k with a finite logit of 1.5e308", lambda: log_esp(np.array([1.5e308, 1.5e308, 0.0]), 2), "ValueError"),
         ("cardinality kernel", "k > D", lambda: log_esp(theta, 5), "-inf"),  # e_k = 0 for k > D
         ("ConditionalBernoulli", "a value with the wrong number of ones", lambda: pm.logp(ConditionalBernoulli.dist(theta, 2), np.array([1, 0, 0, 0])).eval(), "-inf"),
         ("ConditionalBernoulli", "a non-binary value", lambda: pm.logp(ConditionalBernoulli.dist(theta, 2), np.array([2, 0, 0, 0])).eval(), "-inf"),

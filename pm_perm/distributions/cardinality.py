@@ -24,6 +24,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
     _n_finite,
@@ -33,6 +34,9 @@ from pm_perm.kernels.cardinality import (
     sample_ordinal_core,
 )
 from pm_perm.ops.cardinality import log_esp
+
+# a float64 constant: a Python float would be tried as float32 first (overflow warning)
+_ABS_MAX = pt.constant(LOGIT_ABS_MAX, dtype="float64")
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -67,8 +71,8 @@ def _as_count(k, name="k"):
 
 
 def _logits_ok(logits):
-    """Logits may be -inf (item never on); NaN and +inf are invalid."""
-    return pt.all(pt.lt(logits, np.inf))
+    """Logits may be -inf (item never on); NaN, +inf and |logits| > LOGIT_ABS_MAX are invalid."""
+    return pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX))
 
 
 def _on_dot(logits, on):
@@ -241,7 +245,10 @@ class ConditionalBernoulli(pm.Discrete):
             _logits_ok(logits),
             pt.ge(k, 0),
             pt.le(k, logits.shape[-1]),
-            msg="logits must not be NaN or +inf, and 0 <= k <= D",
+            msg=(
+                "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf), "
+                "and 0 <= k <= D"
+            ),
         )
 
 
@@ -369,7 +376,10 @@ class NChooseK(pm.Discrete):
             pt.eq(count_probs.shape[-1], D + 1),
             pt.all(pt.ge(count_probs, 0.0)),
             pt.all(pt.lt(pt.abs(pt.sum(count_probs, axis=-1) - 1.0), _SIMPLEX_TOL)),
-            msg="logits must not be NaN or +inf; count_probs must be a simplex of length D + 1",
+            msg=(
+                "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf); "
+                "count_probs must be a simplex of length D + 1"
+            ),
         )
 
 
@@ -593,8 +603,9 @@ class OrdinalNChooseK(pm.Discrete):
             pt.all(pt.ge(count_probs, 0.0)),
             pt.eq(use_prior, 0) | (simplex & pt.all(pt.gt(log_norm, -np.inf))),
             msg=(
-                "logits must not be NaN or +inf; count_probs rows must be simplices of length "
-                "D + 1; counts (or the count prior) must allow a total of D"
+                "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf); "
+                "count_probs rows must be simplices of length D + 1; counts (or the count "
+                "prior) must allow a total of D"
             ),
         )
 

@@ -32,7 +32,11 @@ from pm_perm.kernels.permanent import (
 from pm_perm.ops.bethe import bethe_log_permanent
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.permanent import log_permanent
+from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
+
+# a float64 constant: a Python float would be tried as float32 first (overflow warning)
+_ABS_MAX = pt.constant(LOGIT_ABS_MAX, dtype="float64")
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -103,8 +107,8 @@ def _numba_permutation_exp_family_bethe(op, node):
             raise ValueError("M is beyond the Huber-Law sampler's limit HUBER_LAW_MAX_M")
         for i in range(M):
             for j in range(M):
-                if not (logits[i, j] < np.inf):
-                    raise ValueError("logits contain NaN or +inf")
+                if not (abs(logits[i, j]) <= LOGIT_ABS_MAX or logits[i, j] == -np.inf):
+                    raise ValueError("logits contain NaN, +inf or a finite value beyond 1e300")
         A, _ = _scale_core(np.ascontiguousarray(logits), 20)
         out, acc, trials, status = huber_law_sample_core(rng, A, 1, max_trials)
         if status != 0:
@@ -271,8 +275,8 @@ def _logp(value, logits, log_z):
     lp = pt.switch(is_perm, score - log_z, -np.inf)
     lp = check_parameters(
         lp,
-        pt.all(pt.lt(logits, np.inf) & ~pt.isnan(logits)),
-        msg="logits must be finite or -inf (no NaN or +inf)",
+        pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),
+        msg="logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)",
     )
     return check_parameters(
         lp,

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Largest magnitude of a finite logit. The kernels work in log space, so logits far beyond
+#: ``exp``'s range (709) are fine, but sums of M logits must stay finite in float64 (an
+#: overflow there would turn into NaN or a division by zero): ``M * 1e300`` is safe for every M
+#: the kernels accept. Larger finite values are rejected (kernels: ``ValueError``; Ops: NaN
+#: output; distributions: invalid parameter).
+LOGIT_ABS_MAX = 1e300
 
-def as_float_array(x, name: str, min_ndim: int = 1) -> np.ndarray:
+
+def as_float_array(x, name: str, min_ndim: int = 1, max_abs: float = LOGIT_ABS_MAX) -> np.ndarray:
     """Return ``x`` as a C-contiguous float64 array, rejecting NaN and too few dimensions.
 
-    ``-inf`` is allowed (it means "forbidden"); ``+inf`` and NaN are rejected.
+    ``-inf`` is allowed (it means "forbidden"); ``+inf``, NaN and finite values of magnitude
+    above ``max_abs`` are rejected.
     """
     try:
         arr = np.ascontiguousarray(x, dtype=np.float64)
@@ -25,6 +33,16 @@ def as_float_array(x, name: str, min_ndim: int = 1) -> np.ndarray:
         raise ValueError(f"{name} contains NaN; logits must be real numbers or -inf (forbidden)")
     if np.isposinf(arr).any():
         raise ValueError(f"{name} contains +inf; logits must be finite or -inf (forbidden)")
+    if arr.size:
+        big = np.abs(arr) > max_abs
+        if big.any():
+            big &= ~np.isneginf(arr)
+            if big.any():
+                raise ValueError(
+                    f"{name} has a finite entry of magnitude {np.abs(arr[big]).max():.3g}, above "
+                    f"the limit {max_abs:g}: sums of such values overflow float64. Rescale them, "
+                    "or use -inf for entries that must never be chosen"
+                )
     return arr
 
 

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.fft
 from numba import njit
 
-from pm_perm.kernels._checks import as_float_array
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array
 
 __all__ = [
     "log_esp",
@@ -184,9 +184,10 @@ def _pb_step(q, top, p, r):
 
 @njit(cache=True)
 def _invalid(theta):
-    """True if a logit is NaN or +inf (the cores then return NaN instead of dividing by 0)."""
+    """True if a logit is NaN, +inf or finite beyond ``LOGIT_ABS_MAX`` (the cores then return
+    NaN instead of dividing by 0 or overflowing)."""
     for t in theta:
-        if not (t < np.inf):
+        if not (abs(t) <= LOGIT_ABS_MAX or t == -np.inf):
             return True
     return False
 
@@ -425,7 +426,7 @@ def sample_conditional_bernoulli_core(rng, theta, k):
     """
     D = theta.shape[0]
     if _invalid(theta):
-        raise ValueError("logits contain NaN or +inf")
+        raise ValueError("logits contain NaN, +inf or a finite value beyond 1e300")
     y = np.zeros(D, dtype=np.int64)
     n_fin = _n_finite(theta)
     if k <= 0:

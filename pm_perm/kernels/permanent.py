@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit, objmode, types
 from numba.core.types import ExternalFunction
 
-from pm_perm.kernels._checks import as_square_logits
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits
 from pm_perm.kernels.assignment import max_weight_assignment_core
 
 __all__ = [
@@ -596,8 +596,8 @@ def sample_permutation_core(rng, W):
         raise ValueError("M is beyond the exact limit EXACT_MAX_M = 26 of the exact sampler")
     for i in range(M):
         for j in range(M):
-            if not (W[i, j] < np.inf):
-                raise ValueError("logits contain NaN or +inf")
+            if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
+                raise ValueError("logits contain NaN, +inf or a finite value beyond 1e300")
     if not max_weight_assignment_core(W)[3]:
         raise ValueError("cannot sample: no permutation avoids the -inf logits")
     B, g = _sampler_table(W)

@@ -15,6 +15,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
 
+from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels._version import code_version
 
@@ -28,8 +29,11 @@ def _matching(W):
     M = W.shape[0]
     for i in range(M):
         for j in range(M):
-            if not (W[i, j] < np.inf):
-                raise ValueError("logits contain NaN or +inf: no max-weight matching")
+            if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
+                raise ValueError(
+                    "logits contain NaN, +inf or a finite value beyond 1e300: "
+                    "no max-weight matching"
+                )
     y, _, _, feasible = max_weight_assignment_core(W)
     if not feasible:
         raise ValueError("logits have no perfect matching avoiding their -inf entries")

@@ -11,9 +11,10 @@ forward pass twice; the ``specialize`` rewrite ``fuse_log_permanent_and_marginal
 pair by one ``LogPermanentAndMarginals`` node (one forward-backward pass). A graph that needs
 only the value (slice sampling, ``pm.logp``) keeps the cheaper value-only Op.
 
-Inputs with NaN or ``+inf`` give NaN outputs (PyMC's parameter checks turn them into ``-inf``
-log-probabilities or errors upstream); M beyond the exact limit (``EXACT_MAX_M`` and the memory
-budget, fixed when the graph is built) raises ``ValueError``.
+Inputs with NaN, ``+inf`` or finite entries beyond ``LOGIT_ABS_MAX`` (1e300) give NaN outputs
+(PyMC's parameter checks turn them into ``-inf`` log-probabilities or errors upstream); M beyond
+the exact limit (``EXACT_MAX_M`` and the memory budget, fixed when the graph is built) raises
+``ValueError``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from pm_perm.kernels.permanent import (
     log_permanent_core,
     memory_budget,
 )
+from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -181,7 +183,7 @@ def _finite_or_minus_inf(W):
     for i in range(W.shape[0]):
         for j in range(W.shape[1]):
             w = W[i, j]
-            if w != w or w == np.inf:
+            if w != w or w == np.inf or (w != -np.inf and abs(w) > LOGIT_ABS_MAX):
                 return False
     return True
 

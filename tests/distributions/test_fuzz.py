@@ -13,7 +13,7 @@ DOCUMENTED = (ValueError, TypeError, ParameterValueError)
 
 def _params(rng):
     D = int(rng.integers(1, 6))
-    scale = rng.choice([1e-8, 1.0, 60.0])
+    scale = rng.choice([1e-8, 1.0, 60.0, 1e305])
     logits = scale * rng.normal(size=(int(rng.integers(1, 3)), D))
     special = rng.choice([None, np.nan, np.inf, -np.inf])
     if special is not None:

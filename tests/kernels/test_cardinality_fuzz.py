@@ -23,7 +23,7 @@ def _call(fn, *args):
 def test_random_inputs(seed):
     rng = np.random.default_rng(seed)
     shape = tuple(int(s) for s in rng.integers(0, 5, size=rng.integers(0, 3)))
-    theta = rng.normal(scale=rng.choice([1e-300, 1.0, 1e3]), size=shape)
+    theta = rng.normal(scale=rng.choice([1e-300, 1.0, 1e3, 1e300, 1e305]), size=shape)
     special = rng.choice([None, np.nan, np.inf, -np.inf])
     if special is not None and theta.size:
         theta.flat[rng.integers(theta.size)] = special
@@ -54,3 +54,13 @@ def test_non_contiguous_and_read_only():
     np.testing.assert_allclose(log_esp(theta, 3), log_esp(ro, 3))
     np.testing.assert_allclose(conditional_marginals(theta.T.copy().T, 3), conditional_marginals(ro, 3))
     assert sample_conditional_bernoulli(ro, 3, rng=1).sum(-1).tolist() == [3, 3, 3]
+
+
+def test_logits_whose_sums_overflow_are_refused():
+    """Near the float64 maximum, e_k's log-sums overflow: refused with a message, not NaN."""
+    theta = np.array([1.5e308, 1.5e308, 0.0])
+    for fn, args in [(log_esp, (theta, 2)), (conditional_marginals, (theta, 2)),
+                     (log_esp_all, (theta,)), (sample_conditional_bernoulli, (theta, 2))]:
+        with pytest.raises(ValueError, match="overflow float64"):
+            fn(*args)
+    np.testing.assert_allclose(log_esp(np.array([1e300, 1e300, 0.0]), 2), 2e300, rtol=1e-15)

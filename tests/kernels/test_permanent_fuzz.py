@@ -31,7 +31,7 @@ def test_random_shapes_dtypes_and_values(seed):
     ndim = rng.integers(0, 5)
     shape = tuple(int(s) for s in rng.integers(0, 5, size=ndim))
     kind = rng.choice(["float64", "float32", "int64", "bool", "object"])
-    W = rng.normal(scale=rng.choice([1e-300, 1.0, 1e3, 1e300]), size=shape)
+    W = rng.normal(scale=rng.choice([1e-300, 1.0, 1e3, 1e300, 1e305]), size=shape)
     special = rng.choice([None, np.nan, np.inf, -np.inf])
     if special is not None and W.size:
         W.flat[rng.integers(W.size)] = special
@@ -45,6 +45,7 @@ def test_random_shapes_dtypes_and_values(seed):
         arr = np.asarray(W, dtype=float)
         assert arr.ndim >= 2 and arr.shape[-1] == arr.shape[-2] >= 1
         assert not np.isnan(arr).any() and not np.isposinf(arr).any()
+        assert not (np.abs(arr[np.isfinite(arr)]) > 1e300).any()
         out = np.asarray(out)
         if fn is log_permanent:
             assert not np.isnan(out).any()
@@ -89,3 +90,15 @@ def test_m32_refuses_at_once():
         with pytest.raises(ValueError, match="EXACT_MAX_M"):
             fn(W)
         assert time.perf_counter() - t < 0.5
+
+
+def test_logits_whose_sums_overflow_are_refused():
+    """Finite logits near the float64 maximum: their sums overflow, so every kernel refuses them
+    with a message (found by fuzzing: the enumeration and the DP divided by zero)."""
+    W = np.full((3, 3), 1.5e308)
+    W[0, 0] = -1.7e308
+    for fn in KERNELS:
+        with pytest.raises(ValueError, match="overflow float64"):
+            fn(W)
+    W = np.full((6, 6), 1e300)  # at the limit: accepted, exact
+    np.testing.assert_allclose(log_permanent(W), 6e300 + np.log(720.0), rtol=1e-15)

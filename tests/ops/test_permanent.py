@@ -129,3 +129,16 @@ def test_numba_blockwise_writes_outputs_in_place(M):
         assert np.isnan(v[2]) and np.all(np.isnan(m[2]))
     vt, _, _ = f(Wv.transpose(0, 2, 1))  # a transposed (non-contiguous) view: perm(W^T) = perm(W)
     np.testing.assert_allclose(vt[ok], v[ok], atol=1e-12)
+
+
+def test_logits_beyond_the_magnitude_limit_give_nan():
+    """Finite logits above LOGIT_ABS_MAX = 1e300 (their sums overflow float64) are treated like
+    NaN: NaN value and marginals, never a division by zero inside the compiled loop."""
+    W = pt.tensor3("W")
+    lp = log_permanent(W)
+    f = pytensor.function([W], [lp, pt.grad(lp.sum(), W)], mode="NUMBA")
+    Wv = np.zeros((2, 3, 3))
+    Wv[0, 1, 1] = 1.5e308
+    v, g = f(Wv)
+    assert np.isnan(v[0]) and np.all(np.isnan(g[0]))
+    np.testing.assert_allclose(v[1], np.log(6.0))
