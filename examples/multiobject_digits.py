@@ -106,7 +106,7 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0, help="data-set seed")
     p.add_argument("--n", type=int, nargs=3, default=[10_000, 10_000, 10_000],
                    metavar=("TRAIN", "VALID", "TEST"))
-    p.add_argument("--sigmas", type=float, nargs="+", default=[0.3, 1.0, 3.0],
+    p.add_argument("--sigmas", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0],
                    help="prior sd grid of the weights (fitted in this order, warm-started)")
     p.add_argument("--maxiter", type=int, default=500)
     p.add_argument("--out", default="outputs/multiobject")

@@ -37,7 +37,7 @@ TEST_K = (1, 3, 5)
 # Prior sd of the weights; L2 strength lambda = 1 / (2 sd^2) on the summed log-likelihood.
 GRIDS = {
     "caltech": {"strong": [0.1, 0.2, 0.3], "weak": [1.0]},
-    "digits": {"strong": [0.02, 0.05, 0.1], "weak": [1.0]},
+    "digits": {"strong": [0.2, 0.5, 1.0], "weak": [10.0]},
 }
 
 
