@@ -8,13 +8,14 @@ Usage::
 or from Python: ``run_demo(nuts=False)`` after ``sys.path.insert(0, "examples")`` and
 ``from demo_ranking import run_demo`` (returns a dict of the printed figures).
 
-Data: queries of 8 to 16 documents with 8 features each; graded labels 0 / 1 / 2 are the top
-60-85% / top 15% quantiles, within each query, of a linear score ``<psi, theta_true>`` plus
-Gumbel noise. RankMatch (``M = 3`` document subsets, exact likelihood, prior scale chosen on a
+Data: queries of 8 to 16 documents with 8 features each; within each query, label 2 goes to the
+top 15% and label 1 to the next 25% (quantiles 0.6-0.85) of a linear score ``<psi, theta_true>``
+plus Gumbel noise. RankMatch (``M = 3`` document subsets, exact likelihood, prior scale chosen on a
 validation split) is fitted by MAP; the posterior of ``theta`` is its Laplace approximation
 at the MAP (``N(theta_MAP, H^-1)``, ``H`` the exact Hessian of the negative log-posterior by
-differences of the exact gradient) or, with ``--nuts``, 2 chains x 300 draws of whitened NUTS. Printed: test NDCG@1/3/5/10 of the fitted ranker next to the ranker that knows
-``theta_true`` (the best a linear ranker can do on these data) and a ranker that learns nothing
+differences of the exact gradient) or, with ``--nuts``, 2 chains x 300 draws of whitened NUTS.
+Printed: test NDCG@1/3/5/10 of the fitted ranker next to the ranker that knows ``theta_true``
+(the score the labels were generated from) and a ranker that learns nothing
 (random order, the expected NDCG), and, for one test query, each document's posterior
 probability of being in the top 5 (posterior predictive: one exact draw of the whole ranking
 per posterior draw of ``theta``).
