@@ -2,8 +2,10 @@
 
 Usage::
 
-    python examples/demo_ranking.py          # MAP fit, Laplace posterior (< 60 s)
-    python examples/demo_ranking.py --nuts   # adds a short NUTS run (2 x 300 draws; minutes)
+    python examples/demo_ranking.py          # MAP fit, Laplace posterior (seconds)
+    python examples/demo_ranking.py --nuts   # short NUTS run instead (2 x 300 draws, ~25 s)
+
+(times with warm numba / PyTensor caches; the first run on a machine also compiles).
 
 or from Python: ``run_demo(nuts=False)`` after ``sys.path.insert(0, "examples")`` and
 ``from demo_ranking import run_demo`` (returns a dict of the printed figures).
@@ -114,7 +116,7 @@ def run_demo(nuts=False, seed=0, verbose=True):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nuts", action="store_true", help="posterior by a short NUTS run instead "
-                   "of the Laplace approximation (takes minutes, mostly compilation)")
+                   "of the Laplace approximation (about 25 s once compiled)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     run_demo(nuts=args.nuts, seed=args.seed)
