@@ -111,3 +111,19 @@ def test_rank_nuts_prints_intervals_and_diagnostics(letor_files, tmp_path, capsy
     assert result["diagnostics"]["max_r_hat"] < 1.1
     for name in ("trace.png", "forest.png", "top5.png"):
         assert (tmp_path / "plots" / name).stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_rank_ordinal_nuts_plots_top5(letor_files, tmp_path, capsys):
+    out = tmp_path / "on.json"
+    code = main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
+                 "--model", "ordinal", "--fit", "nuts", "--draws", "200", "--tune", "200",
+                 "--chains", "2", "--prior-sigma", "3", "--no-progress", "--json", str(out),
+                 "--plots", str(tmp_path / "plots")])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "90% interval" in printed and "r_hat" in printed
+    result = json.loads(out.read_text())
+    assert result["model"] == "ordinal" and result["diagnostics"]["max_r_hat"] < 1.1
+    for name in ("trace.png", "forest.png", "top5.png"):
+        assert (tmp_path / "plots" / name).stat().st_size > 1000

@@ -84,10 +84,12 @@ def add_rank_parser(subparsers):
 def save_plots(rm, test, directory, *, seed=0, max_draws=400):
     """Trace and forest plots of theta and top-5 probabilities for a few test queries.
 
-    Returns the list of files written. Top-5 probabilities come from
-    :func:`pm_perm.ranking.rankmatch.ranking_predictive` (one exact ranking draw of the whole
-    query per posterior draw of theta, at most ``max_draws`` draws); they are drawn for a
-    :class:`~pm_perm.ranking.rankmatch.RankMatch` only (the matching model's predictive).
+    Returns the list of files written. Top-5 probabilities come from one exact draw of the
+    whole query's ranking per posterior draw of theta (at most ``max_draws`` draws), from the
+    fitted model's own predictive: the matching model for a
+    :class:`~pm_perm.ranking.rankmatch.RankMatch`
+    (:func:`~pm_perm.ranking.rankmatch.ranking_predictive`), Plackett-Luce for the ordinal
+    ranker (:func:`~pm_perm.ranking.predictive.plackett_luce_predictive`).
     """
     from pathlib import Path
 
@@ -97,6 +99,7 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from pm_perm.ranking.predictive import plackett_luce_predictive
     from pm_perm.ranking.rankmatch import RankMatch, ranking_predictive
 
     out = Path(directory)
@@ -107,8 +110,7 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400):
                        backend="matplotlib").savefig(files[0])
     az.plot_forest(rm.idata_, var_names=["theta"], backend="matplotlib").savefig(files[1])
     plt.close("all")
-    if not isinstance(rm, RankMatch):
-        return [str(f) for f in files[:2]]
+    predictive = ranking_predictive if isinstance(rm, RankMatch) else plackett_luce_predictive
     rng = np.random.default_rng(seed)
     draws = rm.theta_draws_
     draws = draws[rng.choice(len(draws), min(max_draws, len(draws)), replace=False)]
@@ -119,7 +121,7 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400):
                              squeeze=False)
     for ax, q in zip(axes[0], queries, strict=False):
         rows = slice(test.group_ptr[q], test.group_ptr[q + 1])
-        y = ranking_predictive(draws, test.X[rows], rng=rng)
+        y = predictive(draws, test.X[rows], rng=rng)
         top5 = (y < 5).mean(axis=0)
         ax.bar(np.arange(top5.size), top5, color=plt.cm.viridis(test.y[rows] / test.y.max()))
         ax.set(title=f"query {test.qids[q]}", ylabel="P(in top 5)", ylim=(0, 1),
