@@ -1,0 +1,53 @@
+"""Learned graph matching (Petterson et al. 2009, sec. 5.2): shape-context features, the CMU
+house and silhouette data, the exponential-family model (MAP, NUTS) and max-margin baseline.
+
+Modules: :mod:`~pm_perm.matching.features` (descriptors, edge features),
+:mod:`~pm_perm.matching.data` (loaders, silhouette generator), :mod:`~pm_perm.matching.model`
+(model, fits, baselines, posterior marginals, calibration).
+"""
+
+from pm_perm.matching.data import (
+    house_pairs,
+    load_house,
+    load_mpeg7_contour,
+    make_silhouette_pairs,
+)
+from pm_perm.matching.features import edge_features, normalized_coordinates, shape_context
+from pm_perm.matching.model import (
+    MapFit,
+    calibration_table,
+    feature_scale,
+    fit_map,
+    fit_max_margin,
+    fit_nuts,
+    hamming_error,
+    laplace_whitening,
+    matching_model,
+    no_learning_theta,
+    posterior_matching_marginals,
+    predict,
+    sub_matchings,
+)
+
+__all__ = [
+    "MapFit",
+    "calibration_table",
+    "edge_features",
+    "feature_scale",
+    "fit_map",
+    "fit_max_margin",
+    "fit_nuts",
+    "hamming_error",
+    "house_pairs",
+    "laplace_whitening",
+    "load_house",
+    "load_mpeg7_contour",
+    "make_silhouette_pairs",
+    "matching_model",
+    "no_learning_theta",
+    "normalized_coordinates",
+    "posterior_matching_marginals",
+    "predict",
+    "shape_context",
+    "sub_matchings",
+]

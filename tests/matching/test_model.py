@@ -1,0 +1,176 @@
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from pm_perm.kernels.permanent import permutation_marginals
+from pm_perm.matching.data import make_silhouette_pairs
+from pm_perm.matching.features import edge_features, shape_context
+from pm_perm.matching.model import (
+    calibration_table,
+    feature_scale,
+    fit_map,
+    fit_max_margin,
+    fit_nuts,
+    hamming_error,
+    laplace_whitening,
+    matching_model,
+    no_learning_theta,
+    posterior_matching_marginals,
+    predict,
+    sub_matchings,
+)
+from pm_perm.reference.permutations import all_permutations
+
+
+def _pairs(n_train, n_test, n_points=8, seed=0):
+    """Scaled SC + position features of sheared copies of a random point cloud: (x, y) of the
+    train, validation (10 pairs) and test splits."""
+    contour = np.random.default_rng(seed).normal(size=(40, 2))
+    n_pairs = {"train": n_train, "validate": 10, "test": n_test}
+    _, s = make_silhouette_pairs(contour, n_points=n_points, n_copies=40, shear=0.5,
+                                 noise=0.01, n_pairs=n_pairs, seed=seed)
+    feats = {k: edge_features(shape_context(v["points_a"]), shape_context(v["points_b"]),
+                              v["points_a"], v["points_b"]) for k, v in s.items()}
+    scale = feature_scale(feats["train"])
+    return tuple((feats[k] / scale, s[k]["y"]) for k in n_pairs)
+
+
+def _conditional_enum(W, y, S):
+    """log p(y[S] | y elsewhere) by enumerating all M! permutations."""
+    perms = all_permutations(W.shape[0])
+    others = np.setdiff1d(np.arange(len(y)), S)
+    keep = np.all(perms[:, others] == y[others], axis=1)
+    scores = W[np.arange(len(y)), perms[keep]].sum(axis=1)
+    return W[np.arange(len(y)), y].sum() - logsumexp(scores)
+
+
+@pytest.mark.parametrize("disjoint", [False, True])
+def test_sub_matchings_are_exact_conditionals(disjoint):
+    rng = np.random.default_rng(1)
+    n, M, d, size = 3, 6, 2, 3
+    x = rng.normal(size=(n, M, M, d))
+    theta = np.array([0.7, -1.3])
+    y = np.stack([rng.permutation(M) for _ in range(n)])
+    xs, ys = sub_matchings(x, y, size, n_sub=2, seed=4, disjoint=disjoint)
+    assert xs.shape == (n * 2, size, size, d) and ys.shape == (n * 2, size)
+    # recover which rows each sub-matching kept, then compare its log-probability with the
+    # enumerated conditional of the full model
+    for k in range(n * 2):
+        p = k // 2
+        Wp, Ws = x[p] @ theta, xs[k] @ theta
+        sub_perms = all_permutations(size)
+        sub_lp = Ws[np.arange(size), ys[k]].sum() - logsumexp(
+            Ws[np.arange(size), sub_perms].sum(axis=1))
+        true_edges = x[p][np.arange(M), y[p]]  # (M, d): features of the true edges
+        rows = [int(np.flatnonzero(np.all(true_edges == xs[k][a, ys[k][a]], axis=-1))[0])
+                for a in range(size)]
+        np.testing.assert_allclose(sub_lp, _conditional_enum(Wp, y[p], np.array(rows)),
+                                   rtol=1e-10)
+    if disjoint:
+        # the two sub-matchings of a pair use different rows
+        first = {tuple(r) for r in xs[0].reshape(size, -1)}
+        assert not first & {tuple(r) for r in xs[1].reshape(size, -1)}
+
+
+def test_sub_matchings_arguments():
+    x, y = np.zeros((2, 4, 4, 1)), np.tile(np.arange(4), (2, 1))
+    with pytest.raises(ValueError, match="size"):
+        sub_matchings(x, y, 5)
+    with pytest.raises(ValueError, match="disjoint"):
+        sub_matchings(x, y, 3, n_sub=2, disjoint=True)
+
+
+def test_model_logp_matches_enumeration():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 4, 4, 3))
+    y = np.array([[1, 0, 3, 2], [0, 1, 2, 3]])
+    theta = np.array([0.5, -0.2, 1.0])
+    model = matching_model(x, y, prior_sigma=2.0)
+    lp = model.compile_logp(sum=False)({"theta": theta})
+    perms = all_permutations(4)
+    expected = 0.0
+    for p in range(2):
+        W = x[p] @ theta
+        expected += W[np.arange(4), y[p]].sum() - logsumexp(W[np.arange(4), perms].sum(1))
+    np.testing.assert_allclose(lp[1].sum(), expected, rtol=1e-10)
+
+
+def test_end_to_end_map_and_max_margin_recover_the_matching():
+    (xtr, ytr), (xva, yva), (xte, yte) = _pairs(20, 30)
+    fit = fit_map(xtr, ytr, (1.0, 30.0), validation=(xva, yva))
+    # sigma = 1 shrinks too much; the validation set picks 30
+    assert fit.prior_sigma == 30.0 and fit.val_errors[1.0] > fit.val_errors[30.0] == 0.0
+    assert np.all(predict(xtr, fit.theta) == ytr)
+    y_map = predict(xte, fit.theta)  # 27 of 30 test pairs exactly right, 6 of 240 points wrong
+    assert np.mean(np.all(y_map == yte, axis=1)) >= 0.9 and hamming_error(y_map, yte) <= 0.03
+    w = fit_max_margin(xtr, ytr, lam=1e-3, epochs=20)
+    assert np.all(predict(xtr, w) == ytr)
+    mm = hamming_error(predict(xte, w), yte)
+    # plain shape-context matching is much worse on these sheared copies
+    nolearn = hamming_error(predict(xte, no_learning_theta(xte.shape[-1], 60)), yte)
+    assert mm <= 0.05 < 0.2 < nolearn
+
+
+def test_composite_map_recovers_the_matching():
+    (xtr, ytr), _, (xte, yte) = _pairs(20, 30)
+    xs, ys = sub_matchings(xtr, ytr, 4, n_sub=2, seed=0, disjoint=True)
+    fit = fit_map(xs, ys, 30.0)
+    assert hamming_error(predict(xte, fit.theta), yte) == 0.0
+
+
+def test_max_margin_separable_toy():
+    # one feature: 0 on the true edges, 1 elsewhere; any negative weight is perfect
+    M = 5
+    y = np.stack([np.random.default_rng(s).permutation(M) for s in range(6)])
+    x = (1.0 - np.eye(M)[y])[..., None]
+    w = fit_max_margin(x, y, lam=1e-2, epochs=10)
+    assert w[0] < 0 and np.all(predict(x, w) == y)
+    with pytest.raises(ValueError, match="lam"):
+        fit_max_margin(x, y, lam=0.0)
+
+
+def test_posterior_matching_marginals():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 5, 5, 3))
+    draws = rng.normal(size=(4, 3))
+    P = posterior_matching_marginals(x, draws)
+    expected = np.mean([permutation_marginals(x @ t) for t in draws], axis=0)
+    np.testing.assert_allclose(P, expected)
+    np.testing.assert_allclose(P.sum(-1), 1.0)
+    np.testing.assert_allclose(P.sum(-2), 1.0)
+
+
+def test_calibration_table_hand_case():
+    # two 2 x 2 problems; the Bayes matching is the diagonal in both, with probabilities
+    # 0.95 (right in problem 0) and 0.6 (wrong in problem 1: the truth is the anti-diagonal)
+    P = np.array([[[0.95, 0.05], [0.05, 0.95]], [[0.6, 0.4], [0.4, 0.6]]])
+    y = np.array([[0, 1], [1, 0]])
+    rows = calibration_table(P, y, edges=(0.0, 0.5, 0.9, 1.0))
+    assert rows == [
+        {"lo": 0.5, "hi": 0.9, "n": 2, "mean_prob": pytest.approx(0.6), "frac_correct": 0.0},
+        {"lo": 0.9, "hi": 1.0, "n": 2, "mean_prob": pytest.approx(0.95), "frac_correct": 1.0},
+    ]
+    cells = calibration_table(P, y, edges=(0.0, 0.5, 0.9, 1.0), entries="all")
+    # all 8 cells: 0.05 x2 (never true), 0.4 x2 (both true), 0.6 x2 (false), 0.95 x2 (true)
+    assert [(r["n"], r["frac_correct"]) for r in cells] == [(4, 0.5), (2, 0.0), (2, 1.0)]
+
+
+def test_helpers():
+    x = np.ones((2, 3, 3, 2)) * np.array([2.0, 0.0])
+    np.testing.assert_array_equal(feature_scale(x), [2.0, 1.0])
+    np.testing.assert_array_equal(no_learning_theta(4, 3), [-1, -1, -1, 0])
+    assert hamming_error([[0, 1, 2]], [[0, 2, 1]]) == pytest.approx(2 / 3)
+
+
+@pytest.mark.slow
+def test_nuts_whitened_tiny():
+    (xtr, ytr), _, (xte, yte) = _pairs(10, 10, n_points=6)
+    xtr, xte = xtr[..., -3:], xte[..., -3:]  # three features keep it quick
+    fit = fit_map(xtr, ytr, 1.0)
+    white = laplace_whitening(xtr, ytr, fit.theta, 1.0)
+    idata = fit_nuts(xtr, ytr, 1.0, draws=200, tune=200, chains=2, whitening=white)
+    theta = np.asarray(idata.posterior["theta"]).reshape(-1, 3)
+    assert int(idata.sample_stats["diverging"].sum()) == 0
+    np.testing.assert_allclose(theta.mean(0), fit.theta, atol=4 * theta.std(0).max())
+    P = posterior_matching_marginals(xte, theta[::20])
+    assert hamming_error(predict(P[..., None], np.ones(1)), yte) <= 0.2
