@@ -1,0 +1,300 @@
+"""Variants of the two Bayesian rankers on MQ2008, tried to close the gap to AdaRank-NDCG.
+
+Run (all five folds, one process; about 15 minutes on one core)::
+
+    OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/ranking_variants.py \
+        --folds 1 2 3 4 5 --json outputs/ranking_variants.json
+
+``--variants ordinal-scan`` is a diagnostic, not a method: the ordinal ranker at every scale of
+the fine grid, and the best five-fold test mean over the grid for each metric, i.e. the scale
+chosen on the TEST split in hindsight. It bounds what any rule for choosing one isotropic scale
+could reach.
+
+Every variant is fitted on the fold's training split; every choice (prior scale, ``c``,
+ensemble weight) is made on the fold's validation split or, for the empirical-Bayes variants,
+on the training data alone (Laplace marginal likelihood). The test split is only evaluated.
+Metrics as in ``benchmarks/bench_ranking.py``: NDCG@1/3/5 and MAP with the LETOR-4.0 discount,
+pessimistic ties, queries without a relevant document count as 0. Validation choices use the
+standard discount (as the main benchmark).
+
+Variants (``--variants``, default all but the ``ordinal-scan`` diagnostic):
+
+``ordinal-fine``
+    :func:`pm_perm.ranking.ordinal.ordinal_model`, isotropic Gaussian prior, 22 scales
+    log-spaced over [0.03, 100] (the main benchmark uses 0.1, 0.3, 1, 3, 10). Three rules pick
+    the scale: validation NDCG@5; validation mean of NDCG@1..5; and the Laplace approximation
+    of the marginal likelihood ``log p(y | sigma)`` on the training split (type-II maximum
+    likelihood, no validation data).
+``ordinal-ard``
+    Automatic relevance determination: one prior scale per feature, set to a maximum of the
+    Laplace marginal likelihood by MacKay's fixed point ``sigma_f^2 = theta_f^2 / gamma_f``,
+    ``gamma_f = 1 - Sigma_ff / sigma_f^2`` (30 updates from the evidence-chosen isotropic
+    scale; scales clipped to [1e-3, 100]). Fitted on the training split, and, since nothing is
+    chosen on validation, also on training + validation (``ordinal-ard-tv``).
+``rankmatch-fine``
+    :func:`pm_perm.ranking.rankmatch.rankmatch_model`, M = 3, 13 scales log-spaced over
+    [0.03, 30], picked by validation NDCG@5 or mean NDCG@1..5; ``0.4 D M`` subsets per query.
+``rankmatch-spd2``
+    Same with five times more bootstrap subsets (``subsets_per_doc=2``).
+``rankmatch-c``
+    Position weights ``c = (1, a, 0)`` with ``a`` in {0, 0.25, 0.5, 0.75, 1} (``a = 0.5`` is
+    the default ``c_j = M - j`` up to scale) chosen jointly with the scale on validation NDCG@5.
+``rankmatch-m4``
+    M = 4 (weak-label likelihood: ties inside every subset), same grid, by validation NDCG@5;
+    and M in {3, 4} chosen jointly with the scale on validation NDCG@5.
+``ensemble``
+    Scores ``w s_ord + (1 - w) s_rm`` of the ``ordinal-fine`` and ``rankmatch-fine`` fits
+    (each picked by validation NDCG@5, each scaled to unit standard deviation on the training
+    documents), ``w`` in {0, 0.1, ..., 1} by validation NDCG@5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import pymc as pm  # noqa: E402
+import pytensor.tensor as pt  # noqa: E402
+from scipy.optimize import minimize  # noqa: E402
+
+from pm_perm.distributions.cardinality import OrdinalNChooseK  # noqa: E402
+from pm_perm.ranking._map import map_path  # noqa: E402
+from pm_perm.ranking.data import RankingSplit, load_mq2008_fold  # noqa: E402
+from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
+from pm_perm.ranking.ordinal import ordinal_model, pad_queries  # noqa: E402
+from pm_perm.ranking.rankmatch import rankmatch_model, sample_subsets  # noqa: E402
+
+ORD_GRID = np.geomspace(0.03, 100, 22)
+RM_GRID = np.geomspace(0.03, 30, 13)
+C_SHAPES = (0.0, 0.25, 0.5, 0.75, 1.0)
+WEIGHTS = np.linspace(0.0, 1.0, 11)
+VARIANTS = ("ordinal-fine", "ordinal-ard", "rankmatch-fine", "rankmatch-spd2", "rankmatch-c",
+            "rankmatch-m4", "ensemble", "ordinal-scan")
+KEYS = ("ndcg@1", "ndcg@3", "ndcg@5", "map")
+
+
+def concat(a, b):
+    """The queries of two splits as one split."""
+    return RankingSplit(np.vstack([a.X, b.X]), np.concatenate([a.y, b.y]),
+                        np.concatenate([a.group_ptr, b.group_ptr[1:] + a.group_ptr[-1]]),
+                        np.concatenate([a.qids, b.qids]))
+
+
+def val_score(split, theta, rule):
+    """Validation criterion: NDCG@5, or the mean of NDCG@1..5 (standard discount)."""
+    m = evaluate_ranking(split.X @ theta, split.y, split.group_ptr, ks=(1, 2, 3, 4, 5))
+    return m["ndcg@5"] if rule == "ndcg5" else float(np.mean([m[f"ndcg@{k}"] for k in range(1, 6)]))
+
+
+def test_metrics(split, scores):
+    m = evaluate_ranking(scores, split.y, split.group_ptr, ks=(1, 3, 5), convention="letor4")
+    return {k: float(m[k]) for k in KEYS}
+
+
+def all_maps(model, sigmas):
+    """MAP estimate at every scale (one compiled log-posterior, warm starts)."""
+    _, _, _, res = map_path(model, sigmas, lambda s, t: 0.0)
+    return {float(s): res[s].x for s in sigmas}
+
+
+def neg_hessian(grad, theta, h=1e-4):
+    """Hessian of -log p by central differences of ``grad`` (the gradient of log p)."""
+    F = theta.size
+    H = np.empty((F, F))
+    for k in range(F):
+        e = np.zeros(F)
+        e[k] = h
+        H[k] = -(grad(theta + e) - grad(theta - e)) / (2 * h)
+    return (H + H.T) / 2
+
+
+def laplace_log_evidence(logp, H):
+    """``log p(y) ~ log p(y, theta*) + F/2 log(2 pi) - 1/2 log det H``."""
+    return float(logp) + H.shape[0] / 2 * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(H)[1]
+
+
+def ordinal_fine(train, valid):
+    """Fine grid: thetas, validation picks and the Laplace-evidence pick."""
+    model = ordinal_model(pad_queries(train))
+    thetas = all_maps(model, ORD_GRID)
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    evidence = {}
+    for s, th in thetas.items():
+        with model:
+            pm.set_data({"prior_sigma": s})
+        H = neg_hessian(lambda t: dlogp({"theta": t}), th)
+        evidence[s] = laplace_log_evidence(logp({"theta": th}), H)
+    picks = {rule: max(thetas, key=lambda s, r=rule: val_score(valid, thetas[s], r))
+             for rule in ("ndcg5", "mean1-5")}
+    picks["evidence"] = max(evidence, key=evidence.get)
+    return thetas, picks
+
+
+def ard_model(padded):
+    """Ordinal model with one prior scale per feature (``pm.Data`` ``"sigma"``)."""
+    F = padded.X.shape[2]
+    with pm.Model() as model:
+        sigma = pm.Data("sigma", np.ones(F))
+        theta = pm.Normal("theta", 0.0, sigma=sigma, shape=F)
+        logits = pt.where(padded.mask, pt.dot(padded.X, theta), -np.inf)
+        OrdinalNChooseK("labels", logits=logits, n_levels=padded.n_levels,
+                        observed=padded.labels)
+    return model
+
+
+def ordinal_ard(train, sigma0, iters=30):
+    """MacKay's evidence updates of per-feature scales; returns theta and the scales."""
+    model = ard_model(pad_queries(train))
+    fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True)
+
+    def negative(t):
+        lp, g = fn({"theta": t})
+        return -float(lp), -np.asarray(g, dtype=np.float64)
+
+    F = model.initial_point()["theta"].size
+    sigma, theta = np.full(F, float(sigma0)), np.zeros(F)
+    for it in range(iters + 1):
+        with model:
+            pm.set_data({"sigma": sigma})
+        theta = minimize(negative, theta, jac=True, method="L-BFGS-B",
+                         options={"maxiter": 50_000}).x
+        if it == iters:
+            break
+        H = neg_hessian(lambda t: -negative(t)[1], theta)
+        gamma = np.clip(1.0 - np.diag(np.linalg.inv(H)) / sigma**2, 1e-6, 1.0)
+        sigma = np.clip(np.sqrt(theta**2 / gamma), 1e-3, 100.0)
+    return theta, sigma
+
+
+def rankmatch_fits(train, *, spd=0.4, c=None, M=3, seed=0):
+    subsets = sample_subsets(train, M, subsets_per_doc=spd, rng=seed)
+    return all_maps(rankmatch_model(train.X, subsets, c=c), RM_GRID)
+
+
+def run_fold(fold, variants, data_root=None):
+    train, valid, test = load_mq2008_fold(fold, data_root)
+    rows, cache = [], {}
+
+    def add(name, theta=None, choice=None, seconds=0.0, scores=None):
+        scores = test.X @ theta if scores is None else scores
+        row = {"fold": fold, "variant": name, "choice": choice, "seconds": seconds,
+               "test": test_metrics(test, scores)}
+        rows.append(row)
+        t = row["test"]
+        print(f"fold {fold} {name:>32}: {t['ndcg@1']:.4f} {t['ndcg@3']:.4f} {t['ndcg@5']:.4f} "
+              f"MAP {t['map']:.4f} | {choice} | {seconds:.0f} s", flush=True)
+
+    if {"ordinal-fine", "ordinal-ard", "ensemble"} & set(variants):
+        t0 = time.perf_counter()
+        thetas, picks = ordinal_fine(train, valid)
+        sec = time.perf_counter() - t0
+        cache["ordinal"] = thetas[picks["ndcg5"]]
+        cache["evidence_sigma"] = picks["evidence"]
+        if "ordinal-fine" in variants:
+            for rule, s in picks.items():
+                add(f"ordinal, fine grid, {rule}", thetas[s], {"sigma": round(s, 4)}, sec)
+    if "ordinal-scan" in variants:
+        model = ordinal_model(pad_queries(train))
+        for s, th in all_maps(model, ORD_GRID).items():
+            add(f"fixed sigma {s:.4g}", th, {"sigma": round(s, 4)})
+    if "ordinal-ard" in variants:
+        for name, data in (("ordinal ARD (train)", train),
+                           ("ordinal ARD (train+valid)", concat(train, valid))):
+            t0 = time.perf_counter()
+            theta, sigma = ordinal_ard(data, cache["evidence_sigma"])
+            add(name, theta, {"n_sigma_below_0.01": int((sigma < 0.01).sum())},
+                time.perf_counter() - t0)
+    if {"rankmatch-fine", "rankmatch-m4", "ensemble"} & set(variants):
+        t0 = time.perf_counter()
+        thetas = rankmatch_fits(train)
+        sec = time.perf_counter() - t0
+        picks = {rule: max(thetas, key=lambda s, r=rule: val_score(valid, thetas[s], r))
+                 for rule in ("ndcg5", "mean1-5")}
+        cache["rankmatch"] = thetas[picks["ndcg5"]]
+        cache["rankmatch_M3"] = thetas
+        if "rankmatch-fine" in variants:
+            for rule, s in picks.items():
+                add(f"RankMatch M=3, fine grid, {rule}", thetas[s], {"sigma": round(s, 4)}, sec)
+    if "rankmatch-spd2" in variants:
+        t0 = time.perf_counter()
+        thetas = rankmatch_fits(train, spd=2.0)
+        s = max(thetas, key=lambda s: val_score(valid, thetas[s], "ndcg5"))
+        add("RankMatch M=3, 5x subsets, ndcg5", thetas[s], {"sigma": round(s, 4)},
+            time.perf_counter() - t0)
+    if "rankmatch-c" in variants:
+        t0 = time.perf_counter()
+        best = None
+        for a in C_SHAPES:
+            thetas = rankmatch_fits(train, c=[1.0, a, 0.0])
+            for s, th in thetas.items():
+                v = val_score(valid, th, "ndcg5")
+                if best is None or v > best[0]:
+                    best = (v, {"a": a, "sigma": round(s, 4)}, th)
+        add("RankMatch M=3, c=(1,a,0) on valid", best[2], best[1], time.perf_counter() - t0)
+    if "rankmatch-m4" in variants:
+        t0 = time.perf_counter()
+        thetas = rankmatch_fits(train, M=4)
+        s = max(thetas, key=lambda s: val_score(valid, thetas[s], "ndcg5"))
+        add("RankMatch M=4, fine grid, ndcg5", thetas[s], {"sigma": round(s, 4)},
+            time.perf_counter() - t0)
+        both = [(3, s, th) for s, th in cache["rankmatch_M3"].items()]
+        both += [(4, s, th) for s, th in thetas.items()]
+        M, s, th = max(both, key=lambda b: val_score(valid, b[2], "ndcg5"))
+        add("RankMatch, M in {3,4} on valid", th, {"M": M, "sigma": round(s, 4)})
+    if "ensemble" in variants:
+        o, r = (cache[k] / np.std(train.X @ cache[k]) for k in ("ordinal", "rankmatch"))
+        w = max(WEIGHTS, key=lambda w: val_score(valid, w * o + (1 - w) * r, "ndcg5"))
+        add("ensemble ordinal + RankMatch", w * o + (1 - w) * r, {"w_ordinal": round(w, 2)})
+    return rows
+
+
+def table(rows, folds):
+    out = [f"MQ2008, mean over fold(s) {', '.join(map(str, folds))}; LETOR-4.0 discount", "",
+           "| variant | NDCG@1 | NDCG@3 | NDCG@5 | MAP |", "|---|---|---|---|---|"]
+    fixed = [n for n in dict.fromkeys(r["variant"] for r in rows) if n.startswith("fixed")]
+    for name in dict.fromkeys(r["variant"] for r in rows):
+        if name in fixed:
+            continue
+        m = {k: np.mean([r["test"][k] for r in rows if r["variant"] == name]) for k in KEYS}
+        out.append(f"| {name} | {m['ndcg@1']:.4f} | {m['ndcg@3']:.4f} | {m['ndcg@5']:.4f} | "
+                   f"{m['map']:.4f} |")
+    if fixed:
+        mean = {n: {k: np.mean([r["test"][k] for r in rows if r["variant"] == n]) for k in KEYS}
+                for n in fixed}
+        best = {k: max(fixed, key=lambda n, k=k: mean[n][k]) for k in KEYS}
+        out.append("| ordinal, one scale chosen on TEST per metric (diagnostic) | "
+                   + " | ".join(f"{mean[best[k]][k]:.4f} ({best[k][12:]})" for k in KEYS) + " |")
+    out.append("| AdaRank-NDCG (published) | 0.3826 | 0.4420 | 0.4821 | 0.4824 |")
+    out.append("| RankBoost (published) | 0.3856 | 0.4288 | 0.4666 | 0.4775 |")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    p.add_argument("--variants", nargs="+", choices=VARIANTS,
+                   default=[v for v in VARIANTS if v != "ordinal-scan"])
+    p.add_argument("--data-root")
+    p.add_argument("--json", help="write per-fold rows as JSON")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    rows = []
+    for fold in args.folds:
+        rows += run_fold(fold, args.variants, args.data_root)
+    print()
+    print(table(rows, args.folds))
+    print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
