@@ -1,6 +1,6 @@
 """Variants of the two Bayesian rankers on MQ2008, tried to close the gap to AdaRank-NDCG.
 
-Run (all five folds, one process; about 15 minutes on one core)::
+Run (all five folds, one process; 21 minutes measured on the shared 2-core machine)::
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/ranking_variants.py \
         --folds 1 2 3 4 5 --json outputs/ranking_variants.json
