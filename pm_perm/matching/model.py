@@ -246,8 +246,8 @@ def fit_nuts(x, y, prior_sigma=1.0, draws=500, tune=500, chains=4, seed=0, cores
         Passed to ``pm.sample`` (with ``random_seed=seed``), as are extra keyword arguments.
     whitening : tuple (loc, L), optional
         E.g. :func:`laplace_whitening` at the MAP: NUTS then runs on ``z`` with
-        ``theta = loc + L z``, which removes the strong correlations between the shape-context
-        bins (without it NUTS hits its maximum tree depth). The posterior is unchanged.
+        ``theta = loc + L z``, which removes most of the correlation between the
+        shape-context bins. The posterior is unchanged.
 
     Notes
     -----
