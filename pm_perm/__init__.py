@@ -32,6 +32,16 @@ ranking.rankmatch.RankMatch
     Petterson et al.'s learning-to-rank model: bootstrap subsets of M documents per query,
     W[i, j] = c_j <psi_i, theta>, exact weak-label likelihood (ties: product of block
     permanents minus log perm) as one batched term; MAP, whitened NUTS, per-draw rankings.
+ranking.ordinal.OrdinalRanker / ranking.predictive
+    Swersky et al.'s ordinal n-choose-k ranker on whole query lists (padded, one batched
+    ``OrdinalNChooseK`` term); posterior predictive rankings by Plackett-Luce (Gumbel-max) draws.
+matching
+    Learned graph matching (Petterson et al. sec. 5.2): shape contexts, edge features
+    ``(psi_i - psi'_j)^2``, CMU house and silhouette data, exact sub-matching composite
+    likelihood, MAP / whitened NUTS, BCFW max-margin baseline, posterior marginals, calibration.
+classification / datasets
+    Count-prior classifiers (multi-object ``NChooseK`` with learned p(k | x), expected top-K gain)
+    fitted by L-BFGS-B on the PyMC log posterior; embedded-digits generator, Caltech silhouettes.
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method is registered in PyMC's
     ``STEP_METHODS`` on import so ``pm.sample`` assigns it to latent permutations.
