@@ -70,7 +70,7 @@ import pytensor.tensor as pt  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
 from pm_perm.distributions.cardinality import OrdinalNChooseK  # noqa: E402
-from pm_perm.ranking._map import map_path  # noqa: E402
+from pm_perm._map import map_path  # noqa: E402
 from pm_perm.ranking.data import RankingSplit, load_mq2008_fold  # noqa: E402
 from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
 from pm_perm.ranking.ordinal import ordinal_model, pad_queries  # noqa: E402

@@ -24,7 +24,8 @@ from scipy.optimize import linear_sum_assignment
 from pm_perm.distributions import PermutationExpFamily, edge_logits
 from pm_perm.kernels.matching import max_weight_matching
 from pm_perm.kernels.permanent import permutation_marginals
-from pm_perm.ranking._map import map_path
+from pm_perm._map import laplace_whitening as _laplace_whitening
+from pm_perm._map import map_path
 
 __all__ = [
     "MapFit",
@@ -196,7 +197,7 @@ def fit_map(x, y, prior_sigmas=(1.0,), validation=None, method="exact"):
     Notes
     -----
     The same optimum as ``pm.find_MAP`` (L-BFGS-B on the model's log posterior and gradient),
-    but the log posterior is compiled once for all scales (``pm_perm.ranking._map.map_path``).
+    but the log posterior is compiled once for all scales (``pm_perm._map.map_path``).
     The negative log posterior is convex in ``theta`` (Petterson et al. 2009), so the start does
     not matter. Each L-BFGS-B step costs one value-and-gradient pass, O(n_pairs M 2^M).
     """
@@ -220,18 +221,7 @@ def laplace_whitening(x, y, theta_map, prior_sigma=1.0, method="exact"):
     The Hessian is taken by central differences of the exact gradient (``2 d`` evaluations,
     O(d n_pairs M 2^M)); eigenvalues are floored at ``1e-8`` of the largest.
     """
-    model = matching_model(x, y, prior_sigma, method)
-    dlogp = model.compile_dlogp()
-    loc = np.asarray(theta_map, dtype=np.float64)
-    d = loc.size
-    H = np.empty((d, d))
-    for k in range(d):
-        step = np.zeros(d)
-        step[k] = h = 1e-4 * max(1.0, abs(loc[k]))
-        H[k] = -(dlogp({"theta": loc + step}) - dlogp({"theta": loc - step})) / (2 * h)
-    eig, V = np.linalg.eigh((H + H.T) / 2)
-    eig = np.maximum(eig, 1e-8 * eig.max())
-    return loc, V / np.sqrt(eig)
+    return _laplace_whitening(matching_model(x, y, prior_sigma, method), theta_map)
 
 
 def fit_nuts(x, y, prior_sigma=1.0, draws=500, tune=500, chains=4, seed=0, cores=1,

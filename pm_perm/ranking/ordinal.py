@@ -49,7 +49,8 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pm_perm.distributions.cardinality import OrdinalNChooseK
-from pm_perm.ranking._map import map_path
+from pm_perm._map import laplace_whitening as _laplace_whitening
+from pm_perm._map import map_path
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -188,20 +189,9 @@ def laplace_whitening(model, loc):
     """``(loc, L)`` with ``L L^T`` the inverse Hessian of ``-log p`` at ``loc`` (free ``theta``).
 
     Central differences of the exact gradient (``2 n_features`` evaluations); eigenvalues are
-    floored at ``1e-8`` of the largest.
+    floored at ``1e-8`` of the largest (the shared ``pm_perm._map.laplace_whitening``).
     """
-    dlogp = model.compile_dlogp()
-    loc = np.asarray(loc, dtype=np.float64)
-    F = loc.size
-    H = np.empty((F, F))
-    for k in range(F):
-        h = 1e-4 * max(1.0, abs(loc[k]))
-        step = np.zeros(F)
-        step[k] = h
-        H[k] = -(dlogp({"theta": loc + step}) - dlogp({"theta": loc - step})) / (2 * h)
-    eig, V = np.linalg.eigh((H + H.T) / 2)
-    eig = np.maximum(eig, 1e-8 * eig.max())
-    return loc, V / np.sqrt(eig)
+    return _laplace_whitening(model, loc)
 
 
 class OrdinalRanker:
@@ -242,8 +232,7 @@ class OrdinalRanker:
     Examples
     --------
     >>> import numpy as np
-    >>> from pm_perm.ranking._map import map_path
-from pm_perm.ranking.data import RankingSplit
+    >>> from pm_perm.ranking.data import RankingSplit
     >>> from pm_perm.ranking.ordinal import OrdinalRanker
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 2))
@@ -275,7 +264,7 @@ from pm_perm.ranking.data import RankingSplit
         With ``valid``, every scale in ``prior_sigmas`` is fitted and the one with the highest
         validation NDCG@5 kept; without, the first scale is used. The log-posterior and its
         gradient are compiled once for all scales and each fit starts from the previous optimum
-        (:func:`pm_perm.ranking._map.map_path`); the log-posterior is strictly concave (every
+        (:func:`pm_perm._map.map_path`); the log-posterior is strictly concave (every
         level term is linear minus a log-partition function), so the start does not change the
         optimum. Returns ``self``.
         """

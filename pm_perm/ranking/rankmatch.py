@@ -57,7 +57,7 @@ import pytensor.tensor as pt
 
 from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.ops.permanent import exact_max_m, log_permanent
-from pm_perm.ranking._map import map_path
+from pm_perm._map import laplace_whitening, map_path
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -413,7 +413,7 @@ class RankMatch:
         With ``valid``, every scale in ``prior_sigmas`` is fitted and the one with the highest
         validation NDCG@5 kept; without, the first scale is used. The log-posterior and its
         gradient are compiled once for all scales, and each fit starts from the previous optimum
-        (:func:`pm_perm.ranking._map.map_path`). With strict labels (``M`` = number of ratings
+        (:func:`pm_perm._map.map_path`). With strict labels (``M`` = number of ratings
         in every subset) the log-posterior is concave (linear minus a log-sum-exp of linear
         functions), so the start does not change the optimum; the weak-label likelihood with
         ties is a difference of two such log-sum-exps and need not be concave. Returns ``self``.
@@ -475,17 +475,7 @@ class RankMatch:
             with self.model_:
                 fit = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
             loc = np.asarray(fit.posterior["theta"]).reshape(-1)
-        dlogp = self.model_.compile_dlogp()
-        F = loc.size
-        H = np.empty((F, F))
-        for k in range(F):
-            h = 1e-4 * max(1.0, abs(loc[k]))
-            step = np.zeros(F)
-            step[k] = h
-            H[k] = -(dlogp({"theta": loc + step}) - dlogp({"theta": loc - step})) / (2 * h)
-        eig, V = np.linalg.eigh((H + H.T) / 2)
-        eig = np.maximum(eig, 1e-8 * eig.max())
-        return loc, V / np.sqrt(eig)
+        return laplace_whitening(self.model_, loc)
 
     def decision_function(self, X, *, draws=False):
         """Scores ``X @ theta`` (rank by decreasing score); with ``draws=True`` one row per
