@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import mpmath
 import numpy as np
 from numba import njit
 from scipy import stats
+
+from _timing import best_time  # benchmarks/_timing.py
 
 from pm_perm.kernels.cardinality import (
     _log_esp_all_tilted,
@@ -140,14 +141,6 @@ def longdouble_reference(theta, k, items):
     return value, marg
 
 
-def best_time(fn, repeat):
-    fn()
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def speed_table(sizes, rng):

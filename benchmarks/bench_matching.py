@@ -27,14 +27,14 @@ Times are the best of ``--repeats`` calls after a warm-up.
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+
+from _timing import best_time  # noqa: E402  (benchmarks/_timing.py)
 
 from pm_perm.kernels.permanent import log_permanent_and_marginals  # noqa: E402
 from pm_perm.matching import (  # noqa: E402
@@ -50,14 +50,6 @@ from pm_perm.matching import (  # noqa: E402
 PAPER_EXP_SECONDS, PAPER_MM_SECONDS = 36.03, 0.9334556
 
 
-def best_time(fn, repeats):
-    fn()
-    best = math.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def silhouette_features(n_pairs, seed=0):

@@ -19,25 +19,18 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+
+from _timing import best_time  # benchmarks/_timing.py
 
 from pm_perm.kernels.permanent import log_permanent, log_permanent_and_marginals
 from pm_perm.ops.permanent import log_permanent as log_permanent_op
 from pm_perm.reference.permutations import log_permanent_dp_longdouble, log_permanent_enum
 
 
-def best_time(fn, repeats):
-    fn()  # warm-up (compilation)
-    best = math.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def compiled_value_and_grad(ndim):
