@@ -19,7 +19,7 @@ from scipy.optimize import minimize
 __all__ = ["laplace_whitening", "map_path"]
 
 
-def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000):
+def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=None):
     """MAP of ``var`` for each prior scale in ``sigmas``; the best by ``score`` (or the first).
 
     Parameters
@@ -29,10 +29,13 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000):
         ``pm.Data`` container ``"prior_sigma"``.
     sigmas : sequence of float
     score : callable, optional
-        ``score(sigma, theta) -> float``, higher is better (e.g. validation NDCG@5). Without it
-        only the first scale is fitted.
+        ``score(sigma, theta) -> float``, higher is better (e.g. validation NDCG@5), or a tuple
+        of floats compared lexicographically (a criterion, then tie-breakers). Ties left after
+        that go to the earliest scale. Without it only the first scale is fitted.
     maxiter : int
         L-BFGS-B iteration limit (scipy defaults otherwise, as ``pm.find_MAP``).
+    start : array_like, optional
+        Starting point of the first fit (default zeros), e.g. the prior mean.
 
     Returns
     -------
@@ -47,6 +50,8 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000):
     """
     fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True)
     x = np.zeros(int(np.prod(model.initial_point()[var].shape)))
+    if start is not None:
+        x = np.asarray(start, dtype=np.float64).reshape(x.shape).copy()
 
     def negative(theta):
         lp, grad = fn({var: theta})
@@ -60,9 +65,11 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000):
         res = minimize(negative, x, jac=True, method="L-BFGS-B", options={"maxiter": maxiter})
         x = res.x
         results[sigma] = res
-        value = -np.inf
+        value = None
         if score is not None:
-            value = scores[sigma] = float(score(sigma, res.x))
+            value = score(sigma, res.x)
+            value = tuple(map(float, value)) if isinstance(value, tuple) else float(value)
+            scores[sigma] = value
         if best is None or value > best[0]:
             best = (value, sigma, res.x.copy())
     with model:

@@ -15,6 +15,7 @@ from pm_perm.matching.data import (
 from pm_perm.matching.features import edge_features, normalized_coordinates, shape_context
 from pm_perm.matching.model import (
     MapFit,
+    baseline_prior_mean,
     calibration_table,
     feature_scale,
     fit_map,
@@ -22,6 +23,7 @@ from pm_perm.matching.model import (
     fit_nuts,
     hamming_error,
     laplace_whitening,
+    log_likelihood,
     matching_model,
     no_learning_theta,
     posterior_matching_marginals,
@@ -31,6 +33,7 @@ from pm_perm.matching.model import (
 
 __all__ = [
     "MapFit",
+    "baseline_prior_mean",
     "calibration_table",
     "edge_features",
     "feature_scale",
@@ -42,6 +45,7 @@ __all__ = [
     "laplace_whitening",
     "load_house",
     "load_mpeg7_contour",
+    "log_likelihood",
     "make_silhouette_pairs",
     "matching_model",
     "no_learning_theta",

@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from pm_perm.kernels.permanent import permutation_marginals
+from pm_perm.kernels.permanent import permutation_marginals, sample_permutations
 from pm_perm.matching.data import make_silhouette_pairs
 from pm_perm.matching.features import edge_features, shape_context
 from pm_perm.matching.model import (
+    baseline_prior_mean,
     calibration_table,
     feature_scale,
     fit_map,
@@ -13,6 +14,7 @@ from pm_perm.matching.model import (
     fit_nuts,
     hamming_error,
     laplace_whitening,
+    log_likelihood,
     matching_model,
     no_learning_theta,
     posterior_matching_marginals,
@@ -93,6 +95,73 @@ def test_model_logp_matches_enumeration():
         W = x[p] @ theta
         expected += W[np.arange(4), y[p]].sum() - logsumexp(W[np.arange(4), perms].sum(1))
     np.testing.assert_allclose(lp[1].sum(), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("M", [1, 2, 3, 4, 5, 6])
+def test_log_likelihood_matches_enumeration(M):
+    rng = np.random.default_rng(M)
+    x = rng.normal(size=(3, M, M, 2))
+    y = np.stack([rng.permutation(M) for _ in range(3)])
+    theta = np.array([1.5, -0.7])
+    perms = all_permutations(M)
+    expected = sum((x[p] @ theta)[np.arange(M), y[p]].sum()
+                   - logsumexp((x[p] @ theta)[np.arange(M), perms].sum(1)) for p in range(3))
+    np.testing.assert_allclose(log_likelihood(x, y, theta), expected, rtol=1e-10)
+
+
+def test_prior_mean_enters_the_model_and_the_map():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 4, 4, 3))
+    y = np.array([[1, 0, 3, 2], [0, 1, 2, 3]])
+    mu, theta = np.array([2.0, -1.0, 0.5]), np.array([0.3, 0.1, -0.4])
+    lp = matching_model(x, y, 0.7, prior_mean=mu).compile_logp(sum=False)({"theta": theta})
+    expected = -0.5 * np.sum(((theta - mu) / 0.7) ** 2) - 3 * np.log(0.7 * np.sqrt(2 * np.pi))
+    np.testing.assert_allclose(lp[0].sum(), expected, rtol=1e-10)
+    # a tight prior pins the MAP to the prior mean; a zero-mean one to 0
+    np.testing.assert_allclose(fit_map(x, y, 1e-4, prior_mean=mu).theta, mu, atol=1e-3)
+    assert np.abs(fit_map(x, y, 1e-4).theta).max() < 1e-3
+    with pytest.raises(ValueError, match="prior_mean"):
+        matching_model(x, y, prior_mean=np.zeros(2))
+    with pytest.raises(ValueError, match="prior_mean"):
+        matching_model(x, y, prior_mean=[0.0, np.nan, 1.0])
+
+
+def test_tiebreak_picks_the_scale_with_the_higher_validation_likelihood():
+    (xtr, ytr), (xva, yva), _ = _pairs(20, 2)
+    sigmas = (3.0, 30.0, 300.0)
+    plain = fit_map(xtr, ytr, sigmas, validation=(xva, yva))
+    assert plain.tiebreak_loglik == {}
+    tied = [s for s in sigmas if plain.val_errors[s] == min(plain.val_errors.values())]
+    assert len(tied) >= 2 and plain.prior_sigma == tied[0]  # no tie-break: the earliest
+    fit = fit_map(xtr, ytr, sigmas, validation=(xva, yva), tiebreak=(xva, yva))
+    ll = fit.tiebreak_loglik
+    assert set(ll) == set(sigmas) and fit.val_errors == plain.val_errors
+    assert fit.prior_sigma == max(tied, key=ll.get)
+    np.testing.assert_allclose(ll[fit.prior_sigma], log_likelihood(xva, yva, fit.theta))
+
+
+def test_baseline_prior_mean_recovers_the_temperature():
+    rng = np.random.default_rng(7)
+    n, M, d = 400, 5, 3
+    x = rng.exponential(size=(n, M, M, d))
+    direction = np.array([-1.0, -1.0, 0.0])
+    y = sample_permutations(x @ (2.5 * direction), rng=rng)
+    mean = baseline_prior_mean(x, y, direction)
+    alpha = mean[0] / direction[0]
+    assert mean[2] == 0.0 and abs(alpha - 2.5) < 0.25  # MLE s.e. about 0.06 here
+    # the MLE is where the likelihood along the line peaks
+    lls = [log_likelihood(x, y, a * direction) for a in (0.9 * alpha, alpha, 1.1 * alpha)]
+    assert lls[1] > max(lls[0], lls[2])
+    # a baseline that is right on every pair: the likelihood rises towards 1 with alpha, so a
+    # point on its plateau is returned, where the baseline is all but certain
+    y_id = np.tile(np.arange(M), (n, 1))
+    x_sep = (1.0 - np.eye(M))[None, :, :, None] * np.ones((n, 1, 1, 1))
+    mean = baseline_prior_mean(x_sep, y_id, [-1.0], spread_bounds=(1e-2, 50.0))
+    assert mean[0] < 0 and -1e-3 < log_likelihood(x_sep, y_id, mean) <= 0
+    with pytest.raises(ValueError, match="direction"):
+        baseline_prior_mean(x, y, [1.0, 2.0])
+    with pytest.raises(ValueError, match="constant"):
+        baseline_prior_mean(x, y, [0.0, 0.0, 0.0])
 
 
 def test_end_to_end_map_and_max_margin_recover_the_matching():

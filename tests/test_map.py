@@ -1,0 +1,59 @@
+import numpy as np
+import pymc as pm
+import pytest
+
+from pm_perm._map import laplace_whitening, map_path
+
+
+def _model(n=3):
+    """theta ~ N(0, sigma), five observations y_k ~ N(theta, 1): MAP = sum(y) / (5 + 1/sigma^2)."""
+    y = np.arange(5.0)[:, None] + np.arange(n)
+    with pm.Model() as model:
+        sigma = pm.Data("prior_sigma", 1.0)
+        theta = pm.Normal("theta", 0.0, sigma, shape=n)
+        pm.Normal("y", theta, 1.0, observed=y)
+    return model, y.sum(0)
+
+
+def _exact(total, sigma):
+    return total / (5 + 1 / sigma**2)
+
+
+def test_map_path_scalar_score_picks_the_best():
+    model, total = _model()
+    sigmas = (0.1, 1.0, 10.0)
+    sigma, theta, scores, results = map_path(model, sigmas, lambda s, t: -abs(s - 1.0))
+    assert sigma == 1.0 and set(scores) == set(results) == set(sigmas)
+    np.testing.assert_allclose(theta, _exact(total, 1.0), rtol=1e-5)
+    for s in sigmas:
+        np.testing.assert_allclose(results[s].x, _exact(total, s), rtol=1e-5)
+    # without a score only the first scale is fitted
+    sigma, theta, scores, results = map_path(model, sigmas)
+    assert sigma == 0.1 and scores == {} and list(results) == [0.1]
+
+
+def test_map_path_tuple_scores_are_lexicographic_and_ties_go_to_the_earliest():
+    model, total = _model()
+    sigmas = (0.1, 1.0, 10.0, 100.0)
+    # first criterion ties 1, 10 and 100; the second prefers 10
+    first = {0.1: -1.0, 1.0: 0.0, 10.0: 0.0, 100.0: 0.0}
+    second = {0.1: 9.0, 1.0: 1.0, 10.0: 2.0, 100.0: 2.0}
+    sigma, _, scores, _ = map_path(model, sigmas, lambda s, t: (first[s], second[s]))
+    assert sigma == 10.0 and scores[0.1] == (-1.0, 9.0)
+    sigma, _, _, _ = map_path(model, sigmas, lambda s, t: (first[s],))
+    assert sigma == 1.0
+
+
+def test_map_path_start_does_not_change_the_optimum():
+    model, total = _model()
+    _, theta, _, results = map_path(model, (1.0,), start=np.full(3, 50.0))
+    np.testing.assert_allclose(theta, _exact(total, 1.0), rtol=1e-5)
+    with pytest.raises(ValueError):
+        map_path(model, (1.0,), start=np.zeros(4))
+
+
+def test_laplace_whitening_inverts_the_hessian():
+    model, total = _model()
+    loc, L = laplace_whitening(model, _exact(total, 1.0))
+    # the negative log posterior has Hessian (5 + 1) I, so L L^T = I / 6
+    np.testing.assert_allclose(L @ L.T, np.eye(3) / 6, rtol=1e-6, atol=1e-10)
