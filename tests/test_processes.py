@@ -60,7 +60,7 @@ def test_count_models_sample_in_two_processes():
                     random_seed=4)
     counts = np.array([2, 2, 1])
     y_ord = pm.draw(OrdinalNChooseK.dist(logits=X @ theta_true, counts=counts), random_seed=5)
-    with pm.Model() as model:
+    with pm.Model():
         theta = pm.Normal("theta", 0.0, 2.0, shape=d)
         pk = pm.Dirichlet("count_probs", a=np.ones(D + 1))
         NChooseK("y_bin", logits=pt.dot(X, theta), count_probs=pk, observed=y_bin)

@@ -23,8 +23,8 @@ import time
 import numpy as np
 import pymc as pm
 import pytensor
-from pytensor.graph.replace import graph_replace
 import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
 from scipy.optimize import minimize
 
 from pm_perm.distributions.cardinality import NChooseK

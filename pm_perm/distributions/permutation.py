@@ -7,17 +7,18 @@ Value convention: ``y[..., i]`` is the column matched to row ``i`` (for a rankin
 from __future__ import annotations
 
 import numpy as np
-import pytensor.tensor as pt
 import pymc as pm
+import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import maybe_resize, rv_size_is_none
+from pymc.logprob.abstract import _logprob
 from pymc.pytensorf import constant_fold
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pymc.logprob.abstract import _logprob
-
+from pm_perm.kernels._checks import LOGIT_ABS_MAX
+from pm_perm.kernels._version import code_version
 from pm_perm.kernels.huber_law import (
     HUBER_LAW_MAX_M,
     _scale_core,
@@ -32,8 +33,6 @@ from pm_perm.kernels.permanent import (
 from pm_perm.ops.bethe import bethe_log_permanent
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.permanent import log_permanent
-from pm_perm.kernels._checks import LOGIT_ABS_MAX
-from pm_perm.kernels._version import code_version
 
 # a float64 constant: a Python float would be tried as float32 first (overflow warning)
 _ABS_MAX = pt.constant(LOGIT_ABS_MAX, dtype="float64")
@@ -165,7 +164,8 @@ class PermutationExpFamily(pm.Discrete):
 
     .. math::
 
-        p(y \mid W) = \frac{\exp\left(\sum_{i=0}^{M-1} W_{i, y_i}\right)}{\operatorname{perm}(\exp W)}
+        p(y \mid W) = \frac{\exp\left(\sum_{i=0}^{M-1} W_{i, y_i}\right)}
+                           {\operatorname{perm}(\exp W)}
 
     ========  ==========================================================
     Support   permutations ``y`` of ``0..M-1``; ``y[i]`` is the column matched to row ``i``

@@ -28,7 +28,8 @@ def as_float_array(x, name: str, min_ndim: int = 1, max_abs: float = LOGIT_ABS_M
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must be a real-valued array; got {type(x).__name__}") from err
     if arr.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dimension(s); got shape {arr.shape}")
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s); "
+                         f"got shape {arr.shape}")
     if np.isnan(arr).any():
         raise ValueError(f"{name} contains NaN; logits must be real numbers or -inf (forbidden)")
     if np.isposinf(arr).any():

@@ -21,11 +21,11 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy.optimize import linear_sum_assignment, minimize_scalar
 
+from pm_perm._map import laplace_whitening as _laplace_whitening
+from pm_perm._map import map_path
 from pm_perm.distributions import PermutationExpFamily, edge_logits
 from pm_perm.kernels.matching import max_weight_matching
 from pm_perm.kernels.permanent import log_permanent, permutation_marginals
-from pm_perm._map import laplace_whitening as _laplace_whitening
-from pm_perm._map import map_path
 
 __all__ = [
     "MapFit",

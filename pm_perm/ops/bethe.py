@@ -18,8 +18,8 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
 
-from pm_perm.kernels.bethe import BETHE_MAX_M, _run, bethe_core
 from pm_perm.kernels._version import code_version
+from pm_perm.kernels.bethe import BETHE_MAX_M, _run, bethe_core
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 

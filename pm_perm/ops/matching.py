@@ -16,8 +16,8 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
-from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels._version import code_version
+from pm_perm.kernels.assignment import max_weight_assignment_core
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 

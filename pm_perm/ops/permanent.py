@@ -20,8 +20,8 @@ the exact limit (``EXACT_MAX_M`` and the memory budget, fixed when the graph is 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 import pytensor.tensor as pt
+from numba import njit
 from pytensor.gradient import DisconnectedType, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -31,6 +31,8 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
+from pm_perm.kernels._checks import LOGIT_ABS_MAX
+from pm_perm.kernels._version import code_version
 from pm_perm.kernels.permanent import (
     ENUMERATE_MAX_M,
     EXACT_MAX_M,
@@ -40,8 +42,6 @@ from pm_perm.kernels.permanent import (
     log_permanent_core,
     memory_budget,
 )
-from pm_perm.kernels._checks import LOGIT_ABS_MAX
-from pm_perm.kernels._version import code_version
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -151,7 +151,8 @@ class LogPermanentAndMarginals(_PermanentOp):
 
     def make_node(self, W):
         W = _as_core_logits(W, self.max_m)
-        outs = [pt.tensor(dtype="float64", shape=()), pt.tensor(dtype="float64", shape=W.type.shape)]
+        outs = [pt.tensor(dtype="float64", shape=()),
+                pt.tensor(dtype="float64", shape=W.type.shape)]
         return Apply(self, [W], outs)
 
     def perform(self, node, inputs, output_storage):

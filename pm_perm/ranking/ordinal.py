@@ -48,9 +48,9 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm.distributions.cardinality import OrdinalNChooseK
 from pm_perm._map import laplace_whitening as _laplace_whitening
 from pm_perm._map import map_path
+from pm_perm.distributions.cardinality import OrdinalNChooseK
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 

@@ -55,9 +55,9 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pm_perm._map import laplace_whitening, map_path
 from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.ops.permanent import exact_max_m, log_permanent
-from pm_perm._map import laplace_whitening, map_path
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 

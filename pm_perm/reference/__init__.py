@@ -1,1 +1,2 @@
-"""Slow, definitional oracles (enumeration over all permutations / subsets) for tests and benchmarks."""
+"""Slow, definitional oracles (enumeration over all permutations / subsets) for tests and
+benchmarks."""

@@ -52,7 +52,8 @@ def test_non_contiguous_and_read_only():
     ro = np.ascontiguousarray(theta)
     ro.setflags(write=False)
     np.testing.assert_allclose(log_esp(theta, 3), log_esp(ro, 3))
-    np.testing.assert_allclose(conditional_marginals(theta.T.copy().T, 3), conditional_marginals(ro, 3))
+    np.testing.assert_allclose(conditional_marginals(theta.T.copy().T, 3),
+                               conditional_marginals(ro, 3))
     assert sample_conditional_bernoulli(ro, 3, rng=1).sum(-1).tolist() == [3, 3, 3]
 
 

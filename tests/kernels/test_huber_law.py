@@ -8,7 +8,6 @@ import pytest
 from scipy import stats
 from scipy.special import logsumexp
 
-from pm_perm.kernels.permanent import permutation_marginals
 from pm_perm.kernels.huber_law import (
     HUBER_LAW_MAX_M,
     HuberLawTrialsExceeded,
@@ -17,6 +16,7 @@ from pm_perm.kernels.huber_law import (
     huber_law_sample,
     huber_law_scale,
 )
+from pm_perm.kernels.permanent import permutation_marginals
 
 
 def _logperm_enum(W):
