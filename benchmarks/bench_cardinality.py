@@ -26,10 +26,9 @@ import math
 
 import mpmath
 import numpy as np
+from _timing import best_time  # benchmarks/_timing.py
 from numba import njit
 from scipy import stats
-
-from _timing import best_time  # benchmarks/_timing.py
 
 from pm_perm.kernels.cardinality import (
     _log_esp_all_tilted,

@@ -33,7 +33,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-
 from _timing import best_time  # noqa: E402  (benchmarks/_timing.py)
 
 from pm_perm.kernels.permanent import log_permanent_and_marginals  # noqa: E402

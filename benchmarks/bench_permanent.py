@@ -23,14 +23,11 @@ import math
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-
 from _timing import best_time  # benchmarks/_timing.py
 
 from pm_perm.kernels.permanent import log_permanent, log_permanent_and_marginals
 from pm_perm.ops.permanent import log_permanent as log_permanent_op
 from pm_perm.reference.permutations import log_permanent_dp_longdouble, log_permanent_enum
-
-
 
 
 def compiled_value_and_grad(ndim):
@@ -54,11 +51,11 @@ def speed_table(sizes, repeats, seed=0):
         W = rng.normal(size=(batch, M, M))
         A = np.exp(W)
         reps = repeats if M < 22 else max(2, repeats // 3)
-        t_val = best_time(lambda: log_permanent(W), reps) / batch
-        t_vg = best_time(lambda: log_permanent_and_marginals(W), reps) / batch
+        t_val = best_time(lambda W=W: log_permanent(W), reps) / batch
+        t_vg = best_time(lambda W=W: log_permanent_and_marginals(W), reps) / batch
         f = compiled_value_and_grad(3)
-        t_op = best_time(lambda: f(W), reps) / batch
-        t_tw = best_time(lambda: [tw_perm(a, method="bbfg") for a in A], reps) / batch
+        t_op = best_time(lambda f=f, W=W: f(W), reps) / batch
+        t_tw = best_time(lambda A=A: [tw_perm(a, method="bbfg") for a in A], reps) / batch
         rows.append((M, batch, t_val, t_vg, t_op, t_tw, t_tw / t_vg))
     return rows
 

@@ -76,8 +76,8 @@ import pymc as pm  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 from scipy.optimize import minimize, minimize_scalar  # noqa: E402
 
-from pm_perm.distributions.cardinality import OrdinalNChooseK  # noqa: E402
 from pm_perm._map import map_path  # noqa: E402
+from pm_perm.distributions.cardinality import OrdinalNChooseK  # noqa: E402
 from pm_perm.ranking.cli import _fit_ridge  # noqa: E402
 from pm_perm.ranking.data import RankingSplit, load_mq2008_fold  # noqa: E402
 from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402

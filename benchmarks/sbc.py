@@ -90,7 +90,8 @@ def _nchoosek(rng):
     def simulate(theta_sym, pk_sym):
         return NChooseK.dist(logits=pt.dot(X, theta_sym), count_probs=pk_sym)
 
-    priors = {"theta": lambda r: r.normal(size=d), "count_probs": lambda r: r.dirichlet(np.ones(D + 1))}
+    priors = {"theta": lambda r: r.normal(size=d),
+              "count_probs": lambda r: r.dirichlet(np.ones(D + 1))}
     return {"theta": (d,), "count_probs": (D + 1,)}, build, simulate, priors
 
 

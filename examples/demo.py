@@ -66,7 +66,7 @@ def main(argv=None):
 
     coords = {"feature": [f"x{k}" for k in range(d)], "graph": np.arange(args.graphs),
               "row": np.arange(args.m)}
-    with pm.Model(coords=coords) as model:
+    with pm.Model(coords=coords):
         theta = pm.Normal("theta", 0.0, 2.0, dims="feature")
         W = pm_perm.edge_logits(x, theta)
         pm_perm.PermutationExpFamily("y", logits=W, observed=y, dims=("graph", "row"))
@@ -134,7 +134,8 @@ def main(argv=None):
     results = {
         "theta_true": theta_true.tolist(), "theta_map": theta_map.tolist(),
         "posterior_mean": mean.tolist(), "posterior_sd": sd.tolist(),
-        "r_hat_max": float(summary["r_hat"].max()), "ess_bulk_min": float(summary["ess_bulk"].min()),
+        "r_hat_max": float(summary["r_hat"].max()),
+        "ess_bulk_min": float(summary["ess_bulk"].min()),
         "divergences": n_div, "heldout_hamming": err, "ppc_p_value": p_value,
         "seconds": {"find_map": t_map, "nuts": t_nuts, "total": time.perf_counter() - t_start},
     }
