@@ -107,7 +107,8 @@ def run_gap(data, scf, gap, args, points=None):
     if args.prior == "baseline":  # centre the prior on plain shape-context matching
         mean = baseline_prior_mean(xs, ys, theta0 * scale)
         row["map_prior_mean_alpha"] = float(mean[0] / (theta0[0] * scale[0]))
-    fit = fit_map(xs, ys, SIGMAS, validation=(xva, yva), tiebreak=tiebreak, prior_mean=mean)
+    fit = fit_map(xs, ys, SIGMAS, validation=(xva, yva), tiebreak=tiebreak, prior_mean=mean,
+                  lbfgs_memory=50)
     row["map"] = hamming_error(predict(xte, fit.theta), yte)
     row["map_sigma"], row["map_seconds"] = fit.prior_sigma, time.perf_counter() - t0
     row["map_val"] = {str(k): v for k, v in fit.val_errors.items()}

@@ -19,7 +19,7 @@ from scipy.optimize import minimize
 __all__ = ["laplace_whitening", "map_path"]
 
 
-def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=None):
+def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=None, maxcor=10):
     """MAP of ``var`` for each prior scale in ``sigmas``; the best by ``score`` (or the first).
 
     Parameters
@@ -36,6 +36,10 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
         L-BFGS-B iteration limit (scipy defaults otherwise, as ``pm.find_MAP``).
     start : array_like, optional
         Starting point of the first fit (default zeros), e.g. the prior mean.
+    maxcor : int
+        L-BFGS-B memory (number of stored corrections; scipy's default 10). Ill-conditioned
+        posteriors (strongly correlated features) converge in far fewer iterations with more,
+        at O(maxcor n) extra work per iteration.
 
     Returns
     -------
@@ -62,7 +66,8 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
     for sigma in sigmas:
         with model:
             pm.set_data({"prior_sigma": sigma})
-        res = minimize(negative, x, jac=True, method="L-BFGS-B", options={"maxiter": maxiter})
+        options = {"maxiter": maxiter, "maxcor": maxcor}
+        res = minimize(negative, x, jac=True, method="L-BFGS-B", options=options)
         x = res.x
         results[sigma] = res
         value = None

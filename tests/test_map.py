@@ -44,9 +44,11 @@ def test_map_path_tuple_scores_are_lexicographic_and_ties_go_to_the_earliest():
     assert sigma == 1.0
 
 
-def test_map_path_start_does_not_change_the_optimum():
+def test_map_path_start_and_memory_do_not_change_the_optimum():
     model, total = _model()
     _, theta, _, results = map_path(model, (1.0,), start=np.full(3, 50.0))
+    np.testing.assert_allclose(theta, _exact(total, 1.0), rtol=1e-5)
+    _, theta, _, _ = map_path(model, (1.0,), start=np.full(3, 50.0), maxcor=2)
     np.testing.assert_allclose(theta, _exact(total, 1.0), rtol=1e-5)
     with pytest.raises(ValueError):
         map_path(model, (1.0,), start=np.zeros(4))

@@ -192,7 +192,7 @@ class MapFit(NamedTuple):
 
 
 def fit_map(x, y, prior_sigmas=(1.0,), validation=None, method="exact", tiebreak=None,
-            prior_mean=None):
+            prior_mean=None, lbfgs_memory=10):
     """MAP estimate of ``theta``, the prior scale chosen by validation Hamming error.
 
     Parameters
@@ -209,6 +209,10 @@ def fit_map(x, y, prior_sigmas=(1.0,), validation=None, method="exact", tiebreak
         whose exact :func:`log_likelihood` breaks ties in the validation error, which are
         common when few validation pairs are (nearly) all matched right. Without it, and for
         ties in both, the earliest scale in ``prior_sigmas`` wins.
+    lbfgs_memory : int
+        L-BFGS-B memory (``maxcor``). The shape-context bins are strongly correlated, so weakly
+        regularised fits are ill-conditioned; 50 instead of scipy's 10 cut the CMU house gap-70
+        grid from 155 s to 51 s (same optimum to 1e-5 in the objective).
 
     Returns
     -------
@@ -233,7 +237,8 @@ def fit_map(x, y, prior_sigmas=(1.0,), validation=None, method="exact", tiebreak
                 return (-err,)
             return (-err, log_likelihood(*tiebreak, theta))
 
-    sigma, theta, scores, _ = map_path(model, sigmas, score, start=prior_mean)
+    sigma, theta, scores, _ = map_path(model, sigmas, score, start=prior_mean,
+                                       maxcor=lbfgs_memory)
     return MapFit(np.asarray(theta, dtype=np.float64), float(sigma),
                   {s: -v[0] for s, v in scores.items()},
                   {s: v[1] for s, v in scores.items() if len(v) > 1})
