@@ -342,6 +342,11 @@ def log_likelihood(x, y, theta):
     O(n_pairs M 2^M) (exact permanent; about 0.1 ms per pair at M = 15).
     """
     x, y = _check_xy(x, y)
+    wrong = np.any(np.sort(y, axis=1) != np.arange(y.shape[1]), axis=1)
+    if wrong.any():
+        bad = int(np.flatnonzero(wrong)[0])
+        raise ValueError(f"y[{bad}] = {y[bad].tolist()} is not a permutation of "
+                         f"0..{y.shape[1] - 1}")
     W = x @ np.asarray(theta, dtype=np.float64)
     hit = np.take_along_axis(W, y[:, :, None], axis=2)[..., 0].sum(axis=1)
     return float(np.sum(hit - log_permanent(W)))

@@ -107,6 +107,11 @@ def test_log_likelihood_matches_enumeration(M):
     expected = sum((x[p] @ theta)[np.arange(M), y[p]].sum()
                    - logsumexp((x[p] @ theta)[np.arange(M), perms].sum(1)) for p in range(3))
     np.testing.assert_allclose(log_likelihood(x, y, theta), expected, rtol=1e-10)
+    if M > 1:
+        y_bad = y.copy()
+        y_bad[1, 0] = y_bad[1, 1]  # a repeated column
+        with pytest.raises(ValueError, match=r"y\[1\] .* not a permutation"):
+            log_likelihood(x, y_bad, theta)
 
 
 def test_prior_mean_enters_the_model_and_the_map():
