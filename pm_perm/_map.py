@@ -63,10 +63,10 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
 
     sigmas = tuple(sigmas) if score is not None else tuple(sigmas)[:1]
     best, scores, results = None, {}, {}
+    options = {"maxiter": maxiter, "maxcor": maxcor}
     for sigma in sigmas:
         with model:
             pm.set_data({"prior_sigma": sigma})
-        options = {"maxiter": maxiter, "maxcor": maxcor}
         res = minimize(negative, x, jac=True, method="L-BFGS-B", options=options)
         x = res.x
         results[sigma] = res

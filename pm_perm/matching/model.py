@@ -24,6 +24,7 @@ from scipy.optimize import linear_sum_assignment, minimize_scalar
 from pm_perm._map import laplace_whitening as _laplace_whitening
 from pm_perm._map import map_path
 from pm_perm.distributions import PermutationExpFamily, edge_logits
+from pm_perm.distributions.permutation import _check_observed as check_observed_permutations
 from pm_perm.kernels.matching import max_weight_matching
 from pm_perm.kernels.permanent import log_permanent, permutation_marginals
 
@@ -342,11 +343,7 @@ def log_likelihood(x, y, theta):
     O(n_pairs M 2^M) (exact permanent; about 0.1 ms per pair at M = 15).
     """
     x, y = _check_xy(x, y)
-    wrong = np.any(np.sort(y, axis=1) != np.arange(y.shape[1]), axis=1)
-    if wrong.any():
-        bad = int(np.flatnonzero(wrong)[0])
-        raise ValueError(f"y[{bad}] = {y[bad].tolist()} is not a permutation of "
-                         f"0..{y.shape[1] - 1}")
+    check_observed_permutations(y, y.shape[1])
     W = x @ np.asarray(theta, dtype=np.float64)
     hit = np.take_along_axis(W, y[:, :, None], axis=2)[..., 0].sum(axis=1)
     return float(np.sum(hit - log_permanent(W)))

@@ -110,7 +110,7 @@ def test_log_likelihood_matches_enumeration(M):
     if M > 1:
         y_bad = y.copy()
         y_bad[1, 0] = y_bad[1, 1]  # a repeated column
-        with pytest.raises(ValueError, match=r"y\[1\] .* not a permutation"):
+        with pytest.raises(ValueError, match=r"observed\[1\] .* not a permutation"):
             log_likelihood(x, y_bad, theta)
 
 
