@@ -150,23 +150,12 @@ def ordinal_fine(train, valid):
     return thetas, picks
 
 
-def ard_model(padded):
-    """Ordinal model with one prior scale per feature (``pm.Data`` ``"sigma"``)."""
-    F = padded.X.shape[2]
+def gaussian_prior_model(padded, sigma_name, sigma, mu=0.0):
+    """Ordinal model with prior ``theta ~ N(mu, sigma^2)``, ``sigma`` the ``pm.Data``
+    ``sigma_name`` (a scalar, or one scale per feature for ARD)."""
     with pm.Model() as model:
-        sigma = pm.Data("sigma", np.ones(F))
-        theta = pm.Normal("theta", 0.0, sigma=sigma, shape=F)
-        logits = pt.where(padded.mask, pt.dot(padded.X, theta), -np.inf)
-        OrdinalNChooseK("labels", logits=logits, n_levels=padded.n_levels,
-                        observed=padded.labels)
-    return model
-
-
-def centred_ordinal_model(padded, mu):
-    """Ordinal model with prior ``theta ~ N(mu, sigma^2 I)`` (``pm.Data`` ``"prior_sigma"``)."""
-    with pm.Model() as model:
-        sigma = pm.Data("prior_sigma", 1.0)
-        theta = pm.Normal("theta", np.asarray(mu, dtype=np.float64), sigma=sigma)
+        sd = pm.Data(sigma_name, sigma)
+        theta = pm.Normal("theta", mu, sigma=sd, shape=padded.X.shape[2])
         logits = pt.where(padded.mask, pt.dot(padded.X, theta), -np.inf)
         OrdinalNChooseK("labels", logits=logits, n_levels=padded.n_levels,
                         observed=padded.labels)
@@ -182,14 +171,16 @@ def ordinal_ridge_prior(train, valid):
     res = minimize_scalar(lambda la: -lik({"theta": np.exp(la) * w}), bounds=(-10.0, 10.0),
                           method="bounded")
     mu = np.exp(res.x) * w
-    sigma, theta, _, _ = map_path(centred_ordinal_model(padded, mu), ORD_GRID,
+    model = gaussian_prior_model(padded, "prior_sigma", 1.0, mu=mu)
+    sigma, theta, _, _ = map_path(model, ORD_GRID,
                                   lambda s, t: val_score(valid, t, "ndcg5"), start=mu)
     return theta, {"sigma": round(float(sigma), 4), "alpha": round(float(np.exp(res.x)), 3)}
 
 
 def ordinal_ard(train, sigma0, iters=30):
     """MacKay's evidence updates of per-feature scales; returns theta and the scales."""
-    model = ard_model(pad_queries(train))
+    padded = pad_queries(train)
+    model = gaussian_prior_model(padded, "sigma", np.ones(padded.X.shape[2]))
     fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True)
 
     def negative(t):
