@@ -14,6 +14,8 @@ with the Hungarian algorithm for loss-augmented inference.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -188,8 +190,8 @@ class MapFit(NamedTuple):
     theta: np.ndarray
     prior_sigma: float
     val_errors: dict
-    #: Scale -> tie-break log-likelihood (empty without ``tiebreak``).
-    tiebreak_loglik: dict = {}
+    #: Scale -> tie-break log-likelihood (an empty read-only mapping without ``tiebreak``).
+    tiebreak_loglik: Mapping = MappingProxyType({})
 
 
 def fit_map(x, y, prior_sigmas=(1.0,), validation=None, method="exact", tiebreak=None,
