@@ -66,6 +66,8 @@ def informative_queries(split):
     """The queries of ``split`` that have at least one document with a label above 0."""
     keep = [q for q in range(split.n_queries)
             if split.y[split.group_ptr[q]:split.group_ptr[q + 1]].max() > 0]
+    if not keep:
+        raise ValueError("no query has a relevant document (label > 0): nothing to train on")
     rows = np.concatenate([np.arange(split.group_ptr[q], split.group_ptr[q + 1]) for q in keep])
     sizes = np.diff(split.group_ptr)[keep]
     return RankingSplit(split.X[rows], split.y[rows], np.concatenate([[0], np.cumsum(sizes)]),

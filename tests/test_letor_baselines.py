@@ -45,6 +45,8 @@ def test_informative_queries_drops_queries_without_a_relevant_document():
     np.testing.assert_array_equal(kept.qids, [0, 2])
     np.testing.assert_array_equal(kept.y, [0, 1, 2, 0])
     np.testing.assert_array_equal(kept.X[:, 0], [0, 2, 10, 12])
+    with pytest.raises(ValueError, match="no query has a relevant document"):
+        lb.informative_queries(_split(np.zeros((4, 1)), [0, 0, 0, 0], [2, 2]))
 
 
 def test_adarank_first_round_matches_the_papers_formulas():
