@@ -5,7 +5,8 @@ Run::
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_ranking.py \
         --folds 1 2 3 4 5 --json outputs/bench_ranking.json
 
-(``--folds 1`` for a quick run). Every model sees the same train / validation / test splits of
+(``--folds 1`` for a quick run; ``--lbfgs-memory 10 50`` fits RankMatch and ordinal once per
+L-BFGS-B memory, side by side). Every model sees the same train / validation / test splits of
 each fold (LETOR 4.0 rotation rebuilt by :func:`pm_perm.ranking.data.load_mq2008_fold`), and
 every setting is chosen on the fold's validation split by NDCG@5 (standard discount,
 pessimistic ties):
@@ -84,28 +85,45 @@ def fit_lightgbm(train, valid, test, seed=0):
         "num_leaves": setting[0], "min_child_samples": setting[1], "n_trees": setting[2]}
 
 
-def run_fold(fold, models, data_root=None, seed=0):
+def _runs(models, memories):
+    """(model, L-BFGS memory, row name): one run per memory for the two MAP-fitted models."""
+    for model in models:
+        if model in ("rankmatch", "ordinal"):
+            for m in memories:
+                name = NAMES[model] if len(memories) == 1 else f"{NAMES[model]}, memory {m}"
+                yield model, m, name
+        else:
+            yield model, None, NAMES[model]
+
+
+def run_fold(fold, models, data_root=None, seed=0, memories=(10,)):
     train, valid, test = load_mq2008_fold(fold, data_root)
     rows = []
-    for model in models:
+    for model, memory, name in _runs(models, memories):
         t0 = time.perf_counter()
         if model == "lightgbm":
             scores, setting = fit_lightgbm(train, valid, test, seed)
         else:
-            res = fit_and_evaluate(train, valid, test, model=model, subset_size=3, seed=seed)
+            kw = {} if memory is None else {"lbfgs_memory": memory}
+            res = fit_and_evaluate(train, valid, test, model=model, subset_size=3, seed=seed,
+                                   **kw)
             scores = res["scores"]
             setting = res.get("prior_sigma", res.get("ridge_alpha"))
+            if memory is not None:  # L-BFGS iterations summed over the validation grid
+                setting = {"prior_sigma": setting, "lbfgs_iterations": int(sum(
+                    r.nit for r in res["ranker"].map_results_.values()))}
         seconds = time.perf_counter() - t0
         letor4 = evaluate_ranking(scores, test.y, test.group_ptr, ks=(1, 3, 5),
                                   convention="letor4")
         std = evaluate_ranking(scores, test.y, test.group_ptr, ks=(1, 3, 5, 10))
-        row = {"fold": fold, "model": model, "seconds": seconds, "setting": setting,
+        row = {"fold": fold, "model": model, "name": name, "lbfgs_memory": memory,
+               "seconds": seconds, "setting": setting,
                "letor4": {k: float(letor4[k]) for k in ("ndcg@1", "ndcg@3", "ndcg@5", "map")},
                "standard": {k: float(std[k]) for k in ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10",
                                                        "map")}}
         rows.append(row)
         L = row["letor4"]
-        print(f"fold {fold} {NAMES[model]:>28}: NDCG@1/3/5 {L['ndcg@1']:.4f} {L['ndcg@3']:.4f} "
+        print(f"fold {fold} {name:>28}: NDCG@1/3/5 {L['ndcg@1']:.4f} {L['ndcg@3']:.4f} "
               f"{L['ndcg@5']:.4f} MAP {L['map']:.4f} (letor4) | NDCG@10 "
               f"{row['standard']['ndcg@10']:.4f} | setting {setting} | {seconds:.1f} s",
               flush=True)
@@ -118,12 +136,12 @@ def table(rows, folds):
            "validation NDCG@5", "",
            "| model | NDCG@1 | NDCG@3 | NDCG@5 | MAP | NDCG@10 (std) | wall s / fold |",
            "|---|---|---|---|---|---|---|"]
-    for model in dict.fromkeys(r["model"] for r in rows):
-        rs = [r for r in rows if r["model"] == model]
+    for name in dict.fromkeys(r["name"] for r in rows):
+        rs = [r for r in rows if r["name"] == name]
         L = {k: np.mean([r["letor4"][k] for r in rs]) for k in rs[0]["letor4"]}
         n10 = np.mean([r["standard"]["ndcg@10"] for r in rs])
         sec = np.mean([r["seconds"] for r in rs])
-        out.append(f"| {NAMES[model]} | {L['ndcg@1']:.4f} | {L['ndcg@3']:.4f} | "
+        out.append(f"| {name} | {L['ndcg@1']:.4f} | {L['ndcg@3']:.4f} | "
                    f"{L['ndcg@5']:.4f} | {L['map']:.4f} | {n10:.4f} | {sec:.1f} |")
     for name, m in PUBLISHED.items():
         mp = "—" if np.isnan(m[3]) else f"{m[3]:.4f}"
@@ -139,6 +157,9 @@ def main(argv=None):
     p.add_argument("--data-root")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", help="write per-fold rows as JSON")
+    p.add_argument("--lbfgs-memory", type=int, nargs="+", default=[10], metavar="K",
+                   help="L-BFGS-B memory of the RankMatch and ordinal MAP fits; several values "
+                   "run each model once per value, side by side (default 10)")
     args = p.parse_args(argv)
     models = list(args.models)
     if "lightgbm" in models:
@@ -150,7 +171,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     rows = []
     for fold in args.folds:
-        rows += run_fold(fold, models, args.data_root, args.seed)
+        rows += run_fold(fold, models, args.data_root, args.seed, args.lbfgs_memory)
     print()
     print(table(rows, args.folds))
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")

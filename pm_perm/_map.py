@@ -52,6 +52,8 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
     results : dict
         Scale -> ``scipy.optimize.OptimizeResult``.
     """
+    if isinstance(maxcor, bool) or not isinstance(maxcor, int | np.integer) or maxcor < 1:
+        raise ValueError(f"the L-BFGS-B memory (maxcor) must be a positive integer, got {maxcor!r}")
     fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True)
     x = np.zeros(int(np.prod(model.initial_point()[var].shape)))
     if start is not None:

@@ -36,7 +36,7 @@ def test_rank_rankmatch_map_writes_json_and_predictions(letor_files, tmp_path, c
     out, pred = tmp_path / "out.json", tmp_path / "pred.txt"
     code = main(["rank", "--train", letor_files["train"], "--valid", letor_files["valid"],
                  "--test", letor_files["test"], "--model", "rankmatch", "--fit", "map",
-                 "--subset-size", "4", "--prior-sigma", "3",
+                 "--subset-size", "4", "--prior-sigma", "3", "--lbfgs-memory", "50",
                  "--json", str(out), "--predictions", str(pred)])
     assert code == 0
     printed = capsys.readouterr().out
@@ -45,6 +45,7 @@ def test_rank_rankmatch_map_writes_json_and_predictions(letor_files, tmp_path, c
     for key in ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map", "p@10"):
         assert 0.0 <= result["test"][key] <= 1.0
     assert result["prior_sigma"] == 3.0 and result["subset_size"] == 4
+    assert result["lbfgs_memory"] == 50
     assert result["test"]["ndcg@3"] > 0.6  # the labels follow a linear score
     assert np.loadtxt(pred).shape == (8 * 6,)
 
@@ -91,6 +92,9 @@ def test_rank_errors_are_messages_not_tracebacks(letor_files, capsys):
     assert main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
                  "--model", "ridge", "--fit", "nuts", "--plots", "somewhere"]) == 2
     assert "--plots needs" in capsys.readouterr().err
+    assert main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
+                 "--model", "ordinal", "--lbfgs-memory", "0"]) == 2
+    assert "L-BFGS-B memory" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["rank", "--model", "nonsense"])
 

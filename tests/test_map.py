@@ -54,6 +54,13 @@ def test_map_path_start_and_memory_do_not_change_the_optimum():
         map_path(model, (1.0,), start=np.zeros(4))
 
 
+@pytest.mark.parametrize("maxcor", [0, -3, 2.5, True, "10"])
+def test_map_path_rejects_a_bad_memory(maxcor):
+    model, _ = _model()
+    with pytest.raises(ValueError, match="L-BFGS-B memory"):
+        map_path(model, (1.0,), maxcor=maxcor)
+
+
 def test_laplace_whitening_inverts_the_hessian():
     model, total = _model()
     loc, L = laplace_whitening(model, _exact(total, 1.0))

@@ -63,6 +63,9 @@ def add_rank_parser(subparsers):
     model.add_argument("--prior-sigma", type=float, action="append", metavar="S",
                        help="prior scale of theta; repeat to choose on validation NDCG@5 "
                        "(default 0.1 0.3 1 3 10)")
+    model.add_argument("--lbfgs-memory", type=int, default=10, metavar="K",
+                       help="L-BFGS-B memory of the MAP fits (default 10; 50 converges in about "
+                       "half the iterations on MQ2008)")
     model.add_argument("--draws", type=int, default=1000)
     model.add_argument("--tune", type=int, default=1000)
     model.add_argument("--chains", type=int, default=4)
@@ -153,8 +156,10 @@ def load_splits(args):
 
 def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset_size=3,
                      subsets_per_doc=0.4, prior_sigmas=None, draws=1000, tune=1000, chains=4,
-                     seed=0, convention="standard", progressbar=False):
+                     seed=0, convention="standard", progressbar=False, lbfgs_memory=10):
     """Fit one model and evaluate it on the test split.
+
+    ``lbfgs_memory`` is the L-BFGS-B memory of the RankMatch and ordinal MAP fits.
 
     Returns
     -------
@@ -180,15 +185,17 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
         if model == "rankmatch":
             from pm_perm.ranking.rankmatch import RankMatch
 
-            rm = RankMatch(M=subset_size, subsets_per_doc=subsets_per_doc, seed=seed, **sigmas)
+            rm = RankMatch(M=subset_size, subsets_per_doc=subsets_per_doc, seed=seed,
+                           lbfgs_memory=lbfgs_memory, **sigmas)
             _status(f"RankMatch: fitting MAP (M={subset_size})")
         else:
             from pm_perm.ranking.ordinal import OrdinalRanker
 
-            rm = OrdinalRanker(**sigmas)
+            rm = OrdinalRanker(lbfgs_memory=lbfgs_memory, **sigmas)
             _status("ordinal n-choose-k: fitting MAP")
         rm.fit_map(train, valid)
         result["prior_sigma"] = rm.prior_sigma_
+        result["lbfgs_memory"] = lbfgs_memory
         if model == "rankmatch":
             result.update(subset_size=subset_size, n_subsets=int(rm.subsets_.docs.shape[0]))
         else:
@@ -231,6 +238,7 @@ def run_rank(args):
             subsets_per_doc=args.subsets_per_doc, prior_sigmas=args.prior_sigma,
             draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
             convention=args.convention, progressbar=not args.no_progress,
+            lbfgs_memory=args.lbfgs_memory,
         )
     except (ValueError, FileNotFoundError) as err:
         print(f"pm-perm rank: error: {err}", file=sys.stderr)

@@ -187,6 +187,10 @@ def test_map_matches_scipy_on_the_enumerated_objective():
 
     ref = minimize(neg_log_post, np.zeros(2), method="BFGS", options={"gtol": 1e-9}).x
     np.testing.assert_allclose(ranker.theta_, ref, atol=1e-4)
+    # a longer L-BFGS memory reaches the same optimum
+    other = OrdinalRanker(prior_sigmas=(1.5,), lbfgs_memory=50).fit_map(split)
+    np.testing.assert_allclose(other.theta_, ref, atol=1e-4)
+    assert other.map_results_[1.5].success
 
 
 @pytest.mark.slow
