@@ -16,7 +16,14 @@ import numpy as np
 import pymc as pm
 from scipy.optimize import minimize
 
-__all__ = ["laplace_whitening", "map_path"]
+__all__ = ["check_lbfgs_memory", "laplace_whitening", "map_path"]
+
+
+def check_lbfgs_memory(maxcor):
+    """Return ``maxcor`` if it is a positive integer (an L-BFGS-B memory), else raise."""
+    if isinstance(maxcor, bool) or not isinstance(maxcor, int | np.integer) or maxcor < 1:
+        raise ValueError(f"the L-BFGS-B memory (maxcor) must be a positive integer, got {maxcor!r}")
+    return int(maxcor)
 
 
 def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=None, maxcor=10):
@@ -52,8 +59,7 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
     results : dict
         Scale -> ``scipy.optimize.OptimizeResult``.
     """
-    if isinstance(maxcor, bool) or not isinstance(maxcor, int | np.integer) or maxcor < 1:
-        raise ValueError(f"the L-BFGS-B memory (maxcor) must be a positive integer, got {maxcor!r}")
+    check_lbfgs_memory(maxcor)
     fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True)
     x = np.zeros(int(np.prod(model.initial_point()[var].shape)))
     if start is not None:

@@ -48,8 +48,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pm_perm._map import check_lbfgs_memory, map_path
 from pm_perm._map import laplace_whitening as _laplace_whitening
-from pm_perm._map import map_path
 from pm_perm.distributions.cardinality import OrdinalNChooseK
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
@@ -251,7 +251,7 @@ class OrdinalRanker:
 
     def __init__(self, n_levels=None, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0), lbfgs_memory=10):
         self.n_levels = n_levels
-        self.lbfgs_memory = lbfgs_memory
+        self.lbfgs_memory = check_lbfgs_memory(lbfgs_memory)
         self.prior_sigmas = tuple(float(s) for s in prior_sigmas)
         if not self.prior_sigmas or any(not np.isfinite(s) or s <= 0 for s in self.prior_sigmas):
             raise ValueError(f"prior_sigmas must be positive numbers, got {prior_sigmas!r}")

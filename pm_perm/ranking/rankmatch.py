@@ -55,7 +55,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm._map import laplace_whitening, map_path
+from pm_perm._map import check_lbfgs_memory, laplace_whitening, map_path
 from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.ops.permanent import exact_max_m, log_permanent
 from pm_perm.ranking.data import RankingSplit
@@ -400,7 +400,7 @@ class RankMatch:
         if not self.prior_sigmas or any(not np.isfinite(s) or s <= 0 for s in self.prior_sigmas):
             raise ValueError(f"prior_sigmas must be positive numbers, got {prior_sigmas!r}")
         self.seed = seed
-        self.lbfgs_memory = lbfgs_memory
+        self.lbfgs_memory = check_lbfgs_memory(lbfgs_memory)
         self.validation_ = {}
         self.timings_ = {}
 

@@ -148,6 +148,8 @@ def test_pad_queries_errors():
         pad_queries(_split([[0, 2, 1]], 2, seed=0), n_levels=2)
     with pytest.raises(ValueError, match="prior_sigmas"):
         OrdinalRanker(prior_sigmas=(1.0, -1.0))
+    with pytest.raises(ValueError, match="L-BFGS-B memory"):
+        OrdinalRanker(lbfgs_memory=0)
 
 
 # ------------------------------------------------------------------------------ fitting
