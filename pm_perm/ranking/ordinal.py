@@ -207,11 +207,8 @@ class OrdinalRanker:
         Candidate prior scales; :meth:`fit_map` with a validation split keeps the one with the
         best validation NDCG@5 (the paper tunes its l2 strength on validation).
     lbfgs_memory : int, default 10
-        L-BFGS-B memory (``maxcor``) of :meth:`fit_map`. On the five MQ2008 folds 50 needs
-        about half the iterations of 10 (RankMatch 1,956 vs 4,349, ordinal 1,328 vs 2,466; wall
-        time per fold -27 % and -14 %) for the same test NDCG to four decimals
-        (``benchmarks/bench_ranking.py --lbfgs-memory 10 50``). 10, scipy's default, stays the
-        default because the recorded benchmarks use it.
+        L-BFGS-B memory of :meth:`fit_map`; see :class:`~pm_perm.ranking.rankmatch.RankMatch`
+        for its measured effect on MQ2008.
 
     Attributes
     ----------
