@@ -34,8 +34,9 @@ Evaluation: the LETOR-4.0 script's discount (``convention="letor4"``), queries w
 document count as 0, and two tie rules: pessimistic (our benchmarks' default) and the mean over
 20 random tie orders (what an evaluation in file order gives in expectation when file order
 carries no label information; MQ2008's does not, its within-query correlation of position and
-label is between -0.06 and 0.03). RankBoost's scores are sums of steps, so it has many ties and
-the two rules differ for it; the linear models have almost none.
+label is between -0.06 and 0.03). RankBoost's scores are sums of steps and AdaRank's combine a
+few features, so both tie often and the two rules differ for them; the dense linear models
+(ordinal, RankMatch, ridge) have almost no ties.
 """
 
 from __future__ import annotations
