@@ -25,6 +25,11 @@ def _observed(dist, **kw):
         return dist("y", **kw)
 
 
+def _observed_data(dist, value, **kw):
+    with pm.Model():
+        return dist("y", observed=pm.Data("y_obs", value), **kw)
+
+
 def _cases():
     from pm_perm import ConditionalBernoulli, NChooseK, OrdinalNChooseK, PermutationExpFamily
     from pm_perm.kernels.cardinality import log_esp
@@ -81,6 +86,9 @@ def _cases():
          "ValueError"),
         ("PermutationExpFamily", "observed row that is not a permutation",
          lambda: _observed(PermutationExpFamily, logits=W3, observed=np.array([[0, 0, 1]])),
+         "ValueError"),
+        ("PermutationExpFamily", "observed pm.Data holding a row that is not a permutation",
+         lambda: _observed_data(PermutationExpFamily, np.array([[0, 0, 1]]), logits=W3),
          "ValueError"),
         ("PermutationExpFamily", "observed with NaN",
          lambda: _observed(PermutationExpFamily, logits=W3, observed=np.array([[0, 1, np.nan]])),

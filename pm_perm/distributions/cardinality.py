@@ -19,6 +19,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
@@ -99,7 +100,13 @@ def _minus_inf_if(cond, expr):
 
 
 def _check_observed(observed, kind, n_levels=None):
-    """Reject malformed observed arrays before PyMC silently casts them to int64."""
+    """Reject malformed observed arrays before PyMC silently casts them to int64.
+
+    A ``pm.Data`` container is checked by the value it holds at build; values set later with
+    ``pm.set_data`` are not (an invalid one has log-probability -inf).
+    """
+    if isinstance(observed, SharedVariable):
+        observed = observed.get_value(borrow=True)
     if observed is None or isinstance(observed, Variable):
         return
     try:

@@ -13,6 +13,7 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import maybe_resize, rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pymc.pytensorf import constant_fold
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
@@ -121,7 +122,13 @@ def _numba_permutation_exp_family_bethe(op, node):
 
 
 def _check_observed(observed, M):
-    """Reject obviously malformed observed permutations at model build, with the reason."""
+    """Reject obviously malformed observed permutations at model build, with the reason.
+
+    A ``pm.Data`` container is checked by the value it holds at build; values set later with
+    ``pm.set_data`` are not (an invalid one has log-probability -inf).
+    """
+    if isinstance(observed, SharedVariable):
+        observed = observed.get_value(borrow=True)
     if observed is None or isinstance(observed, pt.Variable):
         return
     try:

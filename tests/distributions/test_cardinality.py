@@ -421,6 +421,12 @@ def test_malformed_observed_data_is_rejected():
             OrdinalNChooseK("d", theta, counts=[1, 1, 1], observed=np.array([[0, 1, 3]]))
         with pytest.raises(ValueError, match="0..1"):
             OrdinalNChooseK("e", theta, n_levels=2, observed=np.array([[0, 1, 2]]))
+        # a pm.Data container is checked by the value it holds at build
+        with pytest.raises(ValueError, match="binary"):
+            NChooseK("f", theta, np.full(4, 0.25), observed=pm.Data("f_obs", [[2, 0, 0]]))
+        with pytest.raises(ValueError, match="0..2"):
+            OrdinalNChooseK("g", theta, counts=[1, 1, 1],
+                            observed=pm.Data("g_obs", [[0, 1, 3]]))
 
 
 # ----------------------------------------------------------------------------- PyMC workflow

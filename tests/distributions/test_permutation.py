@@ -148,6 +148,20 @@ def test_malformed_observed_fails_at_build(observed, match):
             PermutationExpFamily("y", logits=np.zeros((3, 3)), observed=observed)
 
 
+def test_data_container_is_checked_by_its_value_at_build():
+    with pm.Model():
+        bad = pm.Data("bad", np.array([[0, 1, 2], [1, 1, 0]]))
+        with pytest.raises(ValueError, match=r"observed\[1\].*not a permutation"):
+            PermutationExpFamily("y", logits=np.zeros((3, 3)), observed=bad)
+    with pm.Model() as m:
+        good = pm.Data("good", np.array([[2, 0, 1]]))
+        PermutationExpFamily("y", logits=np.zeros((3, 3)), observed=good)
+        assert np.isclose(m.compile_logp()({}), -np.log(6))
+        # values set later are not checked at build: outside the support, logp is -inf
+        pm.set_data({"good": np.array([[0, 0, 1]])})
+        assert m.compile_logp()({}) == -np.inf
+
+
 def test_integral_floats_are_accepted():
     with pm.Model() as m:
         PermutationExpFamily("y", logits=np.zeros((3, 3)), observed=np.array([[2.0, 0.0, 1.0]]))
