@@ -32,8 +32,10 @@ def _observed_data(dist, value, **kw):
 
 def _cases():
     from pm_perm import ConditionalBernoulli, NChooseK, OrdinalNChooseK, PermutationExpFamily
+    from pm_perm.kernels.bethe import bethe_log_permanent as bethe_kernel
     from pm_perm.kernels.cardinality import log_esp
     from pm_perm.kernels.permanent import log_permanent, sample_permutations
+    from pm_perm.ops.bethe import bethe_log_permanent as bethe_op
     from pm_perm.ops.permanent import log_permanent as log_permanent_op
 
     W3 = np.zeros((3, 3))
@@ -68,6 +70,14 @@ def _cases():
          lambda: log_permanent_op(pt.lmatrix("L")), "TypeError"),
         ("permanent Op", "static shape (32, 32)",
          lambda: log_permanent_op(pt.tensor("W", shape=(32, 32))), "ValueError"),
+        ("Bethe kernel", "logits with NaN",
+         lambda: bethe_kernel(nan3), "ValueError"),
+        ("Bethe kernel", "a logit spread of 1e10 nats (exp underflows)",
+         lambda: bethe_kernel(np.array([[0.0, 1e10], [-1e10, 0.0]])), "ok"),
+        ("Bethe Op", "NaN logits at run time",
+         lambda: bethe_op(pt.as_tensor(nan3)).eval(), "nan"),
+        ("Bethe Op", "a finite logit of 1.5e308 at run time",
+         lambda: bethe_op(pt.as_tensor(huge3)).eval(), "nan"),
         ("PermutationExpFamily", "a value that is not a permutation, [0, 0, 2]",
          lambda: _perm_logp(W3, [0, 0, 2]), "-inf"),
         ("PermutationExpFamily", "a value out of range, [0, 1, 3]",

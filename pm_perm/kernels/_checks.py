@@ -8,6 +8,7 @@ index it does not guard.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 #: Largest magnitude of a finite logit. The kernels work in log space, so logits far beyond
 #: ``exp``'s range (709) are fine, but sums of M logits must stay finite in float64 (an
@@ -57,3 +58,16 @@ def as_square_logits(W, name: str = "logits") -> np.ndarray:
     if arr.shape[-1] == 0:
         raise ValueError(f"{name} must have M >= 1; got shape {arr.shape}")
     return arr
+
+
+@njit(cache=True)
+def finite_or_minus_inf(W):
+    """True when every entry of the matrix ``W`` is finite (magnitude at most
+    ``LOGIT_ABS_MAX``) or ``-inf``; the run-time check of the Ops' numba implementations, which
+    return NaN instead of raising."""
+    for i in range(W.shape[0]):
+        for j in range(W.shape[1]):
+            w = W[i, j]
+            if w != w or w == np.inf or (w != -np.inf and abs(w) > LOGIT_ABS_MAX):
+                return False
+    return True

@@ -42,6 +42,7 @@ import numpy as np
 from numba import njit
 
 from pm_perm.kernels._checks import as_square_logits
+from pm_perm.kernels.assignment import max_weight_assignment_core
 
 __all__ = [
     "BETHE_MAX_M",
@@ -366,16 +367,42 @@ def bethe_core(W2, tol, max_iter):
         shift += mx
         for j in range(M):
             B[i, j] = math.exp(W2[i, j] - mx)
+    underflow = False
     for j in range(M):
         mx = 0.0
         for i in range(M):
             if B[i, j] > mx:
                 mx = B[i, j]
         if mx == 0.0:
-            return -math.inf, G, 0, 0.0
+            finite = False
+            for i in range(M):
+                if W2[i, j] > -math.inf:
+                    finite = True
+            if not finite:
+                return -math.inf, G, 0, 0.0
+            underflow = True
+            break
         shift += math.log(mx)
         for i in range(M):
             B[i, j] /= mx
+    for i in range(M):
+        for j in range(M):
+            if B[i, j] == 0.0 and W2[i, j] > -math.inf:
+                underflow = True
+    if underflow:
+        # Logit spreads beyond ~700 nats: exp underflowed to 0 on finite edges, and the zero
+        # pattern left may admit no perfect matching at all (BP and CCCP would then iterate on
+        # an infeasible problem). Scale by the dual potentials of the max-weight matching
+        # instead: W + u_i + v_j <= 0 with equality on the matching, so the matching keeps
+        # weight exp(0) = 1 in every row and column.
+        _, u, v, feasible = max_weight_assignment_core(np.ascontiguousarray(W2))
+        if not feasible:
+            return -math.inf, G, 0, 0.0
+        shift = 0.0
+        for i in range(M):
+            shift -= u[i] + v[i]
+            for j in range(M):
+                B[i, j] = math.exp(min(W2[i, j] + u[i] + v[j], 0.0))
     # Loopy BP first (fast: ~10-30 sweeps even for large spreads); if it fails to converge in
     # min(max_iter, 500) sweeps or hits a forced edge, fall back to the monotone CCCP below.
     bp_iter = min(max_iter, 500)
@@ -445,10 +472,10 @@ def _cccp(B, tol, max_iter, G):
             for j in range(M):
                 s += G[i, j]
                 d = abs(G[i, j] - Gold[i, j])
-                if d > err:
-                    err = d
-            if abs(s - 1.0) > err:
-                err = abs(s - 1.0)
+                if not (d <= err):  # also NaN: an invalid state is never converged
+                    err = d if d == d else math.inf
+            if not (abs(s - 1.0) <= err):
+                err = abs(s - 1.0) if s == s else math.inf
         if not (err < math.inf):
             break
         if err <= tol:

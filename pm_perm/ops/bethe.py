@@ -4,7 +4,9 @@
 ``log perm(exp W)`` (Gurvits), within ``M/2 log 2``; its gradient is the Bethe belief matrix
 ``bethe_marginals(W)`` (``(m,m)->(m,m)``), exact at the fixed point (envelope theorem), so
 find_MAP / NUTS see a consistent value and gradient. Cost O(M^2) per fixed-point sweep; M up to
-``BETHE_MAX_M``. Non-convergence raises instead of returning an unconverged value.
+``BETHE_MAX_M``. Non-convergence raises instead of returning an unconverged value. Logits with
+NaN, ``+inf`` or finite entries beyond ``LOGIT_ABS_MAX`` give NaN outputs, as the exact
+permanent Ops do (a sampler then rejects the point).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
 
+from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.bethe import BETHE_MAX_M, _run, bethe_core
 
@@ -56,7 +59,11 @@ class BetheMarginals(Op):
         return Apply(self, [W], [pt.tensor(dtype="float64", shape=W.type.shape)])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = _run(inputs[0], self.tol, self.max_iter)[1]
+        W = np.ascontiguousarray(inputs[0])
+        if not finite_or_minus_inf(W):
+            output_storage[0][0] = np.full(W.shape, np.nan)
+            return
+        output_storage[0][0] = _run(W, self.tol, self.max_iter)[1]
 
     def infer_shape(self, node, input_shapes):
         return [input_shapes[0]]
@@ -80,7 +87,11 @@ class BetheLogPermanent(Op):
         return Apply(self, [W], [pt.tensor(dtype="float64", shape=())])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = np.asarray(_run(inputs[0], self.tol, self.max_iter)[0])
+        W = np.ascontiguousarray(inputs[0])
+        if not finite_or_minus_inf(W):
+            output_storage[0][0] = np.asarray(np.nan)
+            return
+        output_storage[0][0] = np.asarray(_run(W, self.tol, self.max_iter)[0])
 
     def infer_shape(self, node, input_shapes):
         return [()]
@@ -116,7 +127,12 @@ class BetheLogPermanentAndMarginals(Op):
         )
 
     def perform(self, node, inputs, output_storage):
-        v, g = _run(inputs[0], self.tol, self.max_iter)
+        W = np.ascontiguousarray(inputs[0])
+        if not finite_or_minus_inf(W):
+            output_storage[0][0] = np.asarray(np.nan)
+            output_storage[1][0] = np.full(W.shape, np.nan)
+            return
+        v, g = _run(W, self.tol, self.max_iter)
         output_storage[0][0] = np.asarray(v)
         output_storage[1][0] = g
 
@@ -158,6 +174,8 @@ def _numba_bethe_log_permanent(op, node, **kwargs):
     def bethe_lp_numba(W):
         if W.shape[0] > _MAX_M:
             raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
+        if not finite_or_minus_inf(W):
+            return np.array(np.nan, dtype=np.float64)
         v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
         if v == -np.inf:
             raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
@@ -177,6 +195,8 @@ def _numba_bethe_marginals(op, node, **kwargs):
     def bethe_marg_numba(W):
         if W.shape[0] > _MAX_M:
             raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
+        if not finite_or_minus_inf(W):
+            return np.full(W.shape, np.nan)
         v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
         if v == -np.inf:
             raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
@@ -196,6 +216,8 @@ def _numba_bethe_both(op, node, **kwargs):
     def bethe_both_numba(W):
         if W.shape[0] > _MAX_M:
             raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
+        if not finite_or_minus_inf(W):
+            return np.array(np.nan, dtype=np.float64), np.full(W.shape, np.nan)
         v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
         if v == -np.inf:
             raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")

@@ -31,7 +31,7 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
-from pm_perm.kernels._checks import LOGIT_ABS_MAX
+from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.permanent import (
     ENUMERATE_MAX_M,
@@ -180,18 +180,8 @@ class LogPermanentAndMarginals(_PermanentOp):
 
 
 @njit(cache=True)
-def _finite_or_minus_inf(W):
-    for i in range(W.shape[0]):
-        for j in range(W.shape[1]):
-            w = W[i, j]
-            if w != w or w == np.inf or (w != -np.inf and abs(w) > LOGIT_ABS_MAX):
-                return False
-    return True
-
-
-@njit(cache=True)
 def _value(W):
-    if not _finite_or_minus_inf(W):
+    if not finite_or_minus_inf(W):
         return np.nan
     if W.shape[0] <= ENUMERATE_MAX_M:
         return log_permanent_core(W)
@@ -200,7 +190,7 @@ def _value(W):
 
 @njit(cache=True)
 def _both(W):
-    if not _finite_or_minus_inf(W):
+    if not finite_or_minus_inf(W):
         return np.nan, np.full(W.shape, np.nan)
     return log_permanent_and_marginals_core(np.ascontiguousarray(W))
 
@@ -208,7 +198,7 @@ def _both(W):
 @njit(cache=True)
 def _both_into(W, out):
     """Value returned, marginals written into ``out``; NaN in both for NaN / ``+inf`` input."""
-    if not _finite_or_minus_inf(W):
+    if not finite_or_minus_inf(W):
         out[:, :] = np.nan
         return np.nan
     if W.shape[0] <= ENUMERATE_MAX_M:

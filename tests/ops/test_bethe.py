@@ -77,3 +77,22 @@ def test_value_and_gradient_share_one_fixed_point_run():
     ops = [type(getattr(n.op, "core_op", n.op)) for n in f.maker.fgraph.apply_nodes]
     assert ops.count(BetheLogPermanentAndMarginals) == 1
     assert BetheMarginals not in ops
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_nan_inf_and_huge_logits_give_nan_like_the_exact_op(mode):
+    # NaN, +inf or a finite logit beyond LOGIT_ABS_MAX: NaN value and gradient for that matrix
+    # only (the numba path used to drop a NaN silently and return the other terms' value)
+    W = pt.tensor3("W")
+    lp = bethe_log_permanent(W)
+    f = pytensor.function([W], [lp, pt.grad(lp.sum(), W), bethe_marginals(W)], mode=mode)
+    Wv = np.random.default_rng(5).normal(size=(4, 3, 3))
+    Wv[0, 0, 1] = np.nan
+    Wv[1, 2, 2] = np.inf
+    Wv[2, 1, 0] = 1.5e308
+    v, g, m = f(Wv)
+    for b in range(3):
+        assert np.isnan(v[b]) and np.all(np.isnan(g[b])) and np.all(np.isnan(m[b]))
+    v_ref, m_ref = bethe_log_permanent_and_marginals(Wv[3])
+    np.testing.assert_allclose(v[3], v_ref, rtol=1e-12)
+    np.testing.assert_allclose(g[3], m_ref, atol=1e-12)
