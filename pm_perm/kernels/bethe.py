@@ -20,10 +20,10 @@ Algorithm: loopy sum-product BP on the matching factor graph with scalar ratio m
 (Huang & Jebara 2009; see ``_bp``), which at M = 1000 converges in ~5-15 sweeps for weight spreads
 0.1-3. BP is not guaranteed to converge. At large weight spreads (logit ranges of tens to hundreds
 of nats) it can oscillate, or crawl with a contraction factor close to 1, for 10^4-10^5 sweeps.
-So if it has not converged after min(max_iter, 500) sweeps with finite messages, BP restarts
-with Anderson acceleration of its log messages (``_bp_anderson``; typically converging within
-200 more iterations), then with damping 0.5. If those fail too, or a message becomes
-non-finite (edges forced by ``-inf`` patterns), we fall back to an always-convergent scheme.
+So if it has not converged after min(max_iter, 500) sweeps, BP restarts with damping
+0.5 (geometric mixing of the messages, up to ``DAMPED_BP_SWEEPS``), which removes the
+oscillation. If that fails too, or a message becomes non-finite (edges forced by ``-inf``
+patterns), we fall back to an always-convergent scheme.
 Vontobel showed ``F_B`` is convex on the Birkhoff polytope, and the
 concave-convex procedure (CCCP) that linearises the concave part ``-(1-g) log(1-g)`` and
 minimises the convex rest by Sinkhorn scaling, ``gamma <- Sinkhorn(B / (1 - gamma))``, decreases
@@ -53,11 +53,9 @@ __all__ = [
     "bethe_marginals",
 ]
 
-#: When undamped BP has not converged in 500 sweeps: iterations of Anderson-accelerated BP
-#: (memory ANDERSON_MEMORY), then sweeps of damped BP (damping 0.5), before the slower CCCP.
-ANDERSON_ITER = 5000
-ANDERSON_MEMORY = 10
-DAMPED_BP_SWEEPS = 5000
+#: Sweeps of damped BP (damping 0.5) tried when undamped BP has not converged in 500 sweeps,
+#: before the slower CCCP fallback.
+DAMPED_BP_SWEEPS = 20_000
 
 #: Largest M accepted: memory is a few (M, M) float64 arrays (5,000 -> ~1 GB); beyond this the
 #: O(M^2)-per-sweep cost makes the approximation impractical on one core.
@@ -177,172 +175,6 @@ def _bp(B, tol, max_iter, G, damping=1.0):
 
 
 @njit(cache=True)
-def _bp_map(B, x, out, lam, X):
-    """One undamped BP sweep on log column-to-row messages: ``out = log rho_new(exp x)``.
-
-    Same exclusion sums as :func:`_bp`. Returns False when a message is not finite.
-    """
-    M = B.shape[0]
-    for i in range(M):
-        t = 0.0
-        for j in range(M):
-            X[i, j] = B[i, j] * math.exp(x[i, j])
-            t += X[i, j]
-        if not (t < math.inf):
-            return False
-        for j in range(M):
-            r = t - X[i, j]
-            if r < 1e-6 * t:
-                r = 0.0
-                for k in range(M):
-                    if k != j:
-                        r += X[i, k]
-            if r <= 0.0:
-                return False
-            lam[i, j] = B[i, j] / r
-    for j in range(M):
-        c = 0.0
-        for i in range(M):
-            c += lam[i, j]
-        for i in range(M):
-            r = c - lam[i, j]
-            if r < 1e-6 * c:
-                r = 0.0
-                for k in range(M):
-                    if k != i:
-                        r += lam[k, j]
-            if r <= 0.0 or not (r < math.inf):
-                return False
-            out[i, j] = -math.log(r)
-    return True
-
-
-@njit(cache=True)
-def _beliefs(B, x, G, X):
-    """Row-normalised beliefs ``G ~ B exp(x)``; returns the max column-sum violation."""
-    M = B.shape[0]
-    colsum = np.zeros(M)
-    for i in range(M):
-        t = 0.0
-        for j in range(M):
-            X[i, j] = B[i, j] * math.exp(x[i, j])
-            t += X[i, j]
-        for j in range(M):
-            G[i, j] = X[i, j] / t
-            colsum[j] += G[i, j]
-    v = 0.0
-    for j in range(M):
-        v = max(v, abs(colsum[j] - 1.0))
-    return v
-
-
-@njit(cache=True)
-def _bp_anderson(B, tol, max_iter, G, memory):
-    """BP accelerated by Anderson mixing (type II) of the log messages, writing beliefs to G.
-
-    Iterates ``x <- T(x)`` for the undamped BP map ``T`` (:func:`_bp_map`), extrapolated from
-    the last ``memory`` residuals ``T(x) - x`` by least squares (Walker & Ni 2011). BP on
-    near-deterministic matchings has a slow mode (contraction factor close to 1) or oscillates;
-    Anderson mixing removes both, turning 10^4-10^5 sweeps into 10^2. Convergence is judged on
-    the true BP step at the current point, as in :func:`_bp`: the beliefs of ``T(x)`` differ from
-    those of ``x`` by at most ``tol`` and are doubly stochastic to ``tol``. Safeguards: a step
-    that makes a message non-finite, and 20 iterations without a new best residual, restart the
-    history from the plain BP step. Returns (converged, n_iter, err). Cost per iteration: one BP
-    sweep plus O(memory M^2).
-    """
-    M = B.shape[0]
-    n = M * M
-    x = np.zeros(n)
-    g = np.empty(n)
-    lam = np.empty((M, M))
-    X = np.empty((M, M))
-    Gx = np.empty((M, M))
-    dF = np.zeros((memory, n))
-    dG = np.zeros((memory, n))
-    A = np.zeros((memory, memory))
-    f = np.empty(n)
-    f_old = np.zeros(n)
-    g_old = np.zeros(n)
-    hist = 0
-    pos = 0
-    best = math.inf
-    since_best = 0
-    err = math.inf
-    _beliefs(B, x.reshape((M, M)), Gx, X)
-    for it in range(max_iter):
-        if not _bp_map(B, x.reshape((M, M)), g.reshape((M, M)), lam, X):
-            if hist == 0:
-                return False, it + 1, math.inf
-            x[:] = g_old  # the extrapolation left the valid region: restart from a BP step
-            hist = 0
-            pos = 0
-            _beliefs(B, x.reshape((M, M)), Gx, X)
-            continue
-        col = _beliefs(B, g.reshape((M, M)), G, X)
-        err = col
-        for i in range(M):
-            for j in range(M):
-                d = abs(G[i, j] - Gx[i, j])
-                if d > err:
-                    err = d
-        if not (err < math.inf):
-            return False, it + 1, math.inf
-        if err <= tol:
-            return True, it + 1, err
-        if err < best:
-            best = err
-            since_best = 0
-        else:
-            since_best += 1
-        for k in range(n):
-            f[k] = g[k] - x[k]
-        if it > 0 and since_best <= 20:
-            for k in range(n):
-                dF[pos, k] = f[k] - f_old[k]
-                dG[pos, k] = g[k] - g_old[k]
-            for q in range(memory):
-                if q < hist or q == pos:
-                    A[pos, q] = np.dot(dF[pos], dF[q])
-                    A[q, pos] = A[pos, q]
-            pos = (pos + 1) % memory
-            hist = min(hist + 1, memory)
-        elif since_best > 20:
-            hist = 0
-            pos = 0
-            since_best = 0
-            best = err
-        f_old[:] = f
-        g_old[:] = g
-        x[:] = g
-        if hist > 0:
-            H = np.empty((hist, hist))
-            rhs = np.empty(hist)
-            tr = 0.0
-            for p in range(hist):
-                rhs[p] = np.dot(dF[p], f)
-                for q in range(hist):
-                    H[p, q] = A[p, q]
-                tr += A[p, p]
-            for p in range(hist):
-                H[p, p] += 1e-12 * tr + 1e-300
-            gam = np.linalg.solve(H, rhs)
-            for p in range(hist):
-                for k in range(n):
-                    x[k] -= gam[p] * dG[p, k]
-            ok = True
-            for k in range(n):
-                if not (abs(x[k]) < math.inf):
-                    ok = False
-                    break
-            if not ok:
-                x[:] = g
-                hist = 0
-                pos = 0
-        _beliefs(B, x.reshape((M, M)), Gx, X)
-    return False, max_iter, err
-
-
-@njit(cache=True)
 def bethe_core(W2, tol, max_iter):
     """Bethe fixed point of ONE validated C-contiguous float64 (M, M) logit matrix.
 
@@ -409,23 +241,31 @@ def bethe_core(W2, tol, max_iter):
     ok, n_bp, err = _bp(B, tol, bp_iter, G)
     if ok:
         return _bethe_value(B, G, M) + shift, G, n_bp, err
-    if err < math.inf and max_iter > bp_iter:
-        # Finite messages that did not settle: BP oscillates (near-tied transpositions) or
-        # crawls (a contraction factor close to 1). Anderson-accelerated BP first, then damped
-        # BP; both restart from uniform messages.
-        ok, n_acc, err = _bp_anderson(B, tol, min(max_iter - bp_iter, ANDERSON_ITER), G,
-                                      ANDERSON_MEMORY)
-        if ok:
-            return _bethe_value(B, G, M) + shift, G, n_bp + n_acc, err
-        n_bp += n_acc
+    # If every stage fails, the result with the smallest residual is returned (the caller
+    # raises with that residual); on forced edges BP's residual is inf and CCCP's result wins.
+    best_err = err
+    best_G = G.copy()
+    n_total = n_bp
+    if max_iter > bp_iter:
+        # BP oscillates (near-tied transpositions) or overflowed on the way: damped BP,
+        # restarted from uniform messages (it stops at once on forced edges).
         for i in range(M):
             for j in range(M):
                 G[i, j] = 0.0
-        ok, n_damped, err = _bp(B, tol, min(max(max_iter - n_bp, 1), DAMPED_BP_SWEEPS), G, 0.5)
+        ok, n_damped, err = _bp(B, tol, min(max(max_iter - n_total, 1), DAMPED_BP_SWEEPS), G,
+                                0.5)
+        n_total += n_damped
         if ok:
-            return _bethe_value(B, G, M) + shift, G, n_bp + n_damped, err
+            return _bethe_value(B, G, M) + shift, G, n_total, err
+        if err < best_err:
+            best_err = err
+            best_G[:, :] = G
     n_iter, err = _cccp(B, tol, max_iter, G)
-    return _bethe_value(B, G, M) + shift, G, n_iter, err
+    n_total += n_iter
+    if not (err <= best_err) and best_err < math.inf:
+        G[:, :] = best_G
+        err = best_err
+    return _bethe_value(B, G, M) + shift, G, n_total, err
 
 
 @njit(cache=True)

@@ -12,7 +12,6 @@ from pm_perm.kernels.bethe import (
     BETHE_MAX_M,
     BetheConvergenceError,
     _bp,
-    _bp_anderson,
     bethe_core,
     bethe_log_permanent,
     bethe_log_permanent_and_marginals,
@@ -173,13 +172,13 @@ def _shifted(W):
 
 
 # Matrices on which plain BP has not converged after 500 sweeps (it oscillates or crawls) but
-# does converge eventually, after 1,683 / 6,779 / 30,068 / 1,640 / 3,156 sweeps; found by a
-# search over seeds (benchmarks on the CMU house pairs behave the same at logit ranges of 30-300).
+# does converge eventually, after 2,075 / 9,041 / 39,876 / 2,252 / 4,984 sweeps at tol 1e-12;
+# found by a search over seeds (the CMU house pairs behave the same at logit ranges of 30-300).
 SLOW_BP = [(10, 6, 30.0), (136, 6, 30.0), (230, 6, 30.0), (45, 7, 10.0), (221, 6, 10.0)]
 
 
 @pytest.mark.parametrize("seed, M, scale", SLOW_BP)
-def test_slow_bp_cases_are_accelerated_and_agree_with_long_plain_bp(seed, M, scale):
+def test_slow_bp_cases_converge_and_agree_with_long_plain_bp(seed, M, scale):
     W = np.random.default_rng(seed).normal(size=(M, M)) * scale
     B = _shifted(W)
     G = np.zeros((M, M))
@@ -188,25 +187,15 @@ def test_slow_bp_cases_are_accelerated_and_agree_with_long_plain_bp(seed, M, sca
     assert _bp(B, 1e-12, 200_000, ref)[0]
     v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), 1e-9, 100_000)
     assert err <= 1e-9
-    assert n_iter < 1500  # 500 plain sweeps + Anderson; plain BP alone needs up to 30,068
-    np.testing.assert_allclose(g, ref, atol=1e-7)
+    # tol bounds the change per sweep; with a contraction factor close to 1 the distance to the
+    # fixed point is larger (measured: 1e-7 to 3.3e-6 on these five)
+    np.testing.assert_allclose(g, ref, atol=1e-5)
     v2, g2 = bethe_log_permanent_and_marginals(W)
     assert v2 == v
-    # Gurvits / Anderson-Rezaei bounds against the exact permanent
+    # Gurvits / Anari-Rezaei bounds against the exact permanent
     lz, _ = _enum(W)
     assert v <= lz + 1e-9
     assert lz <= v + M / 2 * math.log(2) + 1e-9
-
-
-def test_anderson_bp_matches_plain_bp_on_an_easy_matrix():
-    W = np.random.default_rng(3).normal(size=(8, 8))
-    B = _shifted(W)
-    G1, G2 = np.zeros((8, 8)), np.zeros((8, 8))
-    ok1, n1, _ = _bp(B, 1e-12, 10_000, G1)
-    ok2, n2, err = _bp_anderson(B, 1e-12, 10_000, G2, 10)
-    assert ok1 and ok2 and err <= 1e-12
-    np.testing.assert_allclose(G2, G1, atol=1e-10)
-    assert n2 <= n1
 
 
 @pytest.mark.parametrize("s", [1e3, 1e6, 1e10])
