@@ -11,10 +11,12 @@ column, ``perm`` of the row-scaled matrix underflows at logit spreads of about 4
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
-__all__ = ["max_weight_assignment_core"]
+__all__ = ["dual_scaled", "max_weight_assignment_core"]
 
 
 @njit(cache=True)
@@ -88,3 +90,24 @@ def max_weight_assignment_core(W):
     for j in range(1, n + 1):
         col_of_row[row_of_col[j] - 1] = j - 1
     return col_of_row, u[1:], v[1:], True
+
+
+@njit(cache=True)
+def dual_scaled(W):
+    """Scale by the assignment duals: returns ``(B, log_shift, feasible)``.
+
+    ``B = exp(W + u + v) <= 1`` (0 on ``-inf`` edges), equal to 1 on the max-weight matching, and
+    ``log perm(exp W) = log perm(B) + log_shift``; ``feasible`` is False (and ``B`` all zeros,
+    ``log_shift = -inf``) when no perfect matching has finite weight. Cost O(M^3).
+    """
+    M = W.shape[0]
+    _, u, v, feasible = max_weight_assignment_core(W)
+    B = np.zeros((M, M))
+    if not feasible:
+        return B, -np.inf, False
+    for i in range(M):
+        for j in range(M):
+            w = W[i, j]
+            if w != -np.inf:
+                B[i, j] = math.exp(min(w + u[i] + v[j], 0.0))
+    return B, -(u.sum() + v.sum()), True

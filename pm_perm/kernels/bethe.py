@@ -23,15 +23,14 @@ of nats) it can oscillate, or crawl with a contraction factor close to 1, for 10
 So if it has not converged after min(max_iter, 500) sweeps, BP restarts with damping
 0.5 (geometric mixing of the messages, up to ``DAMPED_BP_SWEEPS``), which removes the
 oscillation. If that fails too, or a message becomes non-finite (edges forced by ``-inf``
-patterns), we fall back to an always-convergent scheme.
-Vontobel showed ``F_B`` is convex on the Birkhoff polytope, and the
-concave-convex procedure (CCCP) that linearises the concave part ``-(1-g) log(1-g)`` and
-minimises the convex rest by Sinkhorn scaling, ``gamma <- Sinkhorn(B / (1 - gamma))``, decreases
-``F_B`` monotonically (one Sinkhorn sweep per linearisation, warm-started scalings; slower, up to
-thousands of sweeps for spread 3). All stop when ``gamma`` is doubly stochastic and stationary
-to ``tol``, and all reach the same fixed point (tested). Cost: O(M^2) per sweep, memory O(M^2). The
-value ``-F_B(gamma)`` and its gradient (the belief matrix, by the envelope theorem at the
-stationary point) come from the same run.
+patterns), we fall back to an always-convergent scheme. Vontobel showed ``F_B`` is convex on
+the Birkhoff polytope, and the concave-convex procedure (CCCP) that linearises the concave part
+``-(1-g) log(1-g)`` and minimises the convex rest by Sinkhorn scaling,
+``gamma <- Sinkhorn(B / (1 - gamma))``, decreases ``F_B`` monotonically (one Sinkhorn sweep per
+linearisation, warm-started scalings; slower, up to thousands of sweeps for spread 3). All stop
+when ``gamma`` is doubly stochastic and stationary to ``tol``, and all reach the same fixed point
+(tested). Cost: O(M^2) per sweep, memory O(M^2). The value ``-F_B(gamma)`` and its gradient
+(the belief matrix, by the envelope theorem at the stationary point) come from the same run.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from pm_perm.kernels._checks import as_square_logits
-from pm_perm.kernels.assignment import max_weight_assignment_core
+from pm_perm.kernels.assignment import dual_scaled
 
 __all__ = [
     "BETHE_MAX_M",
@@ -227,16 +226,11 @@ def bethe_core(W2, tol, max_iter):
         # an infeasible problem). Scale by the dual potentials of the max-weight matching
         # instead: W + u_i + v_j <= 0 with equality on the matching, so the matching keeps
         # weight exp(0) = 1 in every row and column.
-        _, u, v, feasible = max_weight_assignment_core(np.ascontiguousarray(W2))
+        B, shift, feasible = dual_scaled(np.ascontiguousarray(W2))
         if not feasible:
             return -math.inf, G, 0, 0.0
-        shift = 0.0
-        for i in range(M):
-            shift -= u[i] + v[i]
-            for j in range(M):
-                B[i, j] = math.exp(min(W2[i, j] + u[i] + v[j], 0.0))
     # Loopy BP first (fast: ~10-30 sweeps even for large spreads); if it fails to converge in
-    # min(max_iter, 500) sweeps or hits a forced edge, fall back to the monotone CCCP below.
+    # min(max_iter, 500) sweeps or hits a forced edge, damped BP, then the monotone CCCP.
     bp_iter = min(max_iter, 500)
     ok, n_bp, err = _bp(B, tol, bp_iter, G)
     if ok:

@@ -39,7 +39,7 @@ from numba import njit, objmode, types
 from numba.core.types import ExternalFunction
 
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits
-from pm_perm.kernels.assignment import max_weight_assignment_core
+from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 
 __all__ = [
     "EXACT_MAX_M",
@@ -217,23 +217,6 @@ def _popcount(x):
     x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
     x = (x + (x >> 4)) & 0x0F0F0F0F
     return ((x * 0x01010101) & 0xFFFFFFFF) >> 24
-
-
-@njit(cache=True)
-def _scaled(W):
-    """Scale by the assignment duals: returns ``(B, log_shift, feasible)``,
-    ``B = exp(W + u + v) <= 1`` and ``log perm(exp W) = log perm(B) + log_shift``."""
-    M = W.shape[0]
-    _, u, v, feasible = max_weight_assignment_core(W)
-    B = np.zeros((M, M))
-    if not feasible:
-        return B, -np.inf, False
-    for i in range(M):
-        for j in range(M):
-            w = W[i, j]
-            if w != -np.inf:
-                B[i, j] = math.exp(min(w + u[i] + v[j], 0.0))
-    return B, -(u.sum() + v.sum()), True
 
 
 # The DP runs over blocks of 8 subsets that share their high bits (S = 8 q + t): for a high
@@ -488,7 +471,7 @@ def _workspace(M):
 def _log_permanent_into(W, work):
     if W.shape[0] <= ENUMERATE_MAX_M:
         return _enumerate_value(W)
-    B, shift, feasible = _scaled(W)
+    B, shift, feasible = dual_scaled(W)
     if not feasible:
         return -np.inf
     return math.log(_forward(_padded(B), work)) + shift
@@ -503,7 +486,7 @@ def _log_permanent_and_marginals_into(W, work, out):
     if M <= ENUMERATE_MAX_M:
         return _enumerate_with_marginals(W, out)
     out[:, :] = 0.0
-    B, shift, feasible = _scaled(W)
+    B, shift, feasible = dual_scaled(W)
     if not feasible:
         return -np.inf
     B = _padded(B)
@@ -573,7 +556,7 @@ def _draw_from_table(rng, B, g, out):
 @njit(cache=True)
 def _sampler_table(W):
     """Padded scaled weights and their backward table, for :func:`_draw_from_table`."""
-    B, _, _ = _scaled(W)
+    B, _, _ = dual_scaled(W)
     B = _padded(B)
     n = B.shape[0]
     g = _workspace(n) if n > ENUMERATE_MAX_M else np.empty(1 << n)
