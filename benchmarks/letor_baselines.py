@@ -51,7 +51,6 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from pm_perm.ranking.data import RankingSplit  # noqa: E402
 from pm_perm.ranking.metrics import ndcg_at_k  # noqa: E402
 
 # LETOR 4.0 official baselines on MQ2008, mean of 5 folds (../shared/data/README.md)
@@ -69,10 +68,7 @@ def informative_queries(split):
             if split.y[split.group_ptr[q]:split.group_ptr[q + 1]].max() > 0]
     if not keep:
         raise ValueError("no query has a relevant document (label > 0): nothing to train on")
-    rows = np.concatenate([np.arange(split.group_ptr[q], split.group_ptr[q + 1]) for q in keep])
-    sizes = np.diff(split.group_ptr)[keep]
-    return RankingSplit(split.X[rows], split.y[rows], np.concatenate([[0], np.cumsum(sizes)]),
-                        split.qids[keep])
+    return split.take_queries(keep)
 
 
 def _validation_choice(path, valid):

@@ -35,6 +35,16 @@ __all__ = [
 ]
 
 
+def _value_and_beliefs(W, tol, max_iter):
+    """Python-mode outputs of one matrix: ``(log perm_B as a 0-d array, beliefs)``; NaN for NaN,
+    ``+inf`` or finite logits beyond ``LOGIT_ABS_MAX`` (the numba path does the same)."""
+    W = np.ascontiguousarray(W)
+    if not finite_or_minus_inf(W):
+        return np.asarray(np.nan), np.full(W.shape, np.nan)
+    v, g = _run(W, tol, max_iter)
+    return np.asarray(v), g
+
+
 def _as_logits(W):
     W = pt.as_tensor_variable(W)
     if W.type.ndim != 2:
@@ -59,11 +69,7 @@ class BetheMarginals(Op):
         return Apply(self, [W], [pt.tensor(dtype="float64", shape=W.type.shape)])
 
     def perform(self, node, inputs, output_storage):
-        W = np.ascontiguousarray(inputs[0])
-        if not finite_or_minus_inf(W):
-            output_storage[0][0] = np.full(W.shape, np.nan)
-            return
-        output_storage[0][0] = _run(W, self.tol, self.max_iter)[1]
+        output_storage[0][0] = _value_and_beliefs(inputs[0], self.tol, self.max_iter)[1]
 
     def infer_shape(self, node, input_shapes):
         return [input_shapes[0]]
@@ -87,11 +93,7 @@ class BetheLogPermanent(Op):
         return Apply(self, [W], [pt.tensor(dtype="float64", shape=())])
 
     def perform(self, node, inputs, output_storage):
-        W = np.ascontiguousarray(inputs[0])
-        if not finite_or_minus_inf(W):
-            output_storage[0][0] = np.asarray(np.nan)
-            return
-        output_storage[0][0] = np.asarray(_run(W, self.tol, self.max_iter)[0])
+        output_storage[0][0] = _value_and_beliefs(inputs[0], self.tol, self.max_iter)[0]
 
     def infer_shape(self, node, input_shapes):
         return [()]
@@ -127,13 +129,8 @@ class BetheLogPermanentAndMarginals(Op):
         )
 
     def perform(self, node, inputs, output_storage):
-        W = np.ascontiguousarray(inputs[0])
-        if not finite_or_minus_inf(W):
-            output_storage[0][0] = np.asarray(np.nan)
-            output_storage[1][0] = np.full(W.shape, np.nan)
-            return
-        v, g = _run(W, self.tol, self.max_iter)
-        output_storage[0][0] = np.asarray(v)
+        v, g = _value_and_beliefs(inputs[0], self.tol, self.max_iter)
+        output_storage[0][0] = v
         output_storage[1][0] = g
 
     def infer_shape(self, node, input_shapes):
@@ -165,6 +162,22 @@ bethe_marginals = Blockwise(BetheMarginals())
 _MAX_M = BETHE_MAX_M
 
 
+@numba_basic.numba_njit
+def _checked_numba(W, tol, max_iter):
+    """``(log perm_B, beliefs)`` of one matrix in compiled code: NaN for NaN, ``+inf`` or finite
+    logits beyond ``LOGIT_ABS_MAX``; raises like :func:`pm_perm.kernels.bethe._run` otherwise."""
+    if W.shape[0] > _MAX_M:
+        raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
+    if not finite_or_minus_inf(W):
+        return np.nan, np.full(W.shape, np.nan)
+    v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
+    if v == -np.inf:
+        raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
+    if not (err <= tol):
+        raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
+    return v, g
+
+
 @register_funcify_default_op_cache_key(BetheLogPermanent)
 def _numba_bethe_log_permanent(op, node, **kwargs):
     tol = op.tol
@@ -172,16 +185,7 @@ def _numba_bethe_log_permanent(op, node, **kwargs):
 
     @numba_basic.numba_njit
     def bethe_lp_numba(W):
-        if W.shape[0] > _MAX_M:
-            raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
-        if not finite_or_minus_inf(W):
-            return np.array(np.nan, dtype=np.float64)
-        v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
-        if v == -np.inf:
-            raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
-        if not (err <= tol):
-            raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
-        return np.array(v, dtype=np.float64)
+        return np.array(_checked_numba(W, tol, max_iter)[0], dtype=np.float64)
 
     return bethe_lp_numba, _VERSION
 
@@ -193,16 +197,7 @@ def _numba_bethe_marginals(op, node, **kwargs):
 
     @numba_basic.numba_njit
     def bethe_marg_numba(W):
-        if W.shape[0] > _MAX_M:
-            raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
-        if not finite_or_minus_inf(W):
-            return np.full(W.shape, np.nan)
-        v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
-        if v == -np.inf:
-            raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
-        if not (err <= tol):
-            raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
-        return g
+        return _checked_numba(W, tol, max_iter)[1]
 
     return bethe_marg_numba, _VERSION
 
@@ -214,15 +209,7 @@ def _numba_bethe_both(op, node, **kwargs):
 
     @numba_basic.numba_njit
     def bethe_both_numba(W):
-        if W.shape[0] > _MAX_M:
-            raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
-        if not finite_or_minus_inf(W):
-            return np.array(np.nan, dtype=np.float64), np.full(W.shape, np.nan)
-        v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
-        if v == -np.inf:
-            raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
-        if not (err <= tol):
-            raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
+        v, g = _checked_numba(W, tol, max_iter)
         return np.array(v, dtype=np.float64), g
 
     return bethe_both_numba, _VERSION
