@@ -41,7 +41,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from pm_perm.kernels.bethe import _bp, _cccp, bethe_core  # noqa: E402
+from pm_perm.kernels.bethe import BetheConvergenceError, _bp, _cccp, bethe_core  # noqa: E402
 
 TOL = 1e-9
 MAX_ITER = 100_000
@@ -128,7 +128,7 @@ def house_fits(data_root):
             try:
                 fit = fit_map(xtr / scale, ytr, prior_sigmas=(sigma,), method="bethe",
                               lbfgs_memory=50)
-            except RuntimeError as err:  # BetheConvergenceError, or the Op's RuntimeError
+            except BetheConvergenceError as err:
                 print(f"gap {gap}, prior scale {sigma:g}: stopped, {str(err).splitlines()[0]} "
                       f"({time.perf_counter() - t0:.1f} s)", flush=True)
                 continue

@@ -30,6 +30,18 @@ def _observed_data(dist, value, **kw):
         return dist("y", observed=pm.Data("y_obs", value), **kw)
 
 
+def _bethe_op_two_sweeps(W):
+    """The Bethe Op limited to two sweeps, compiled by the numba backend (the default)."""
+    import pytensor
+    from pytensor.tensor.blockwise import Blockwise
+
+    from pm_perm.ops.bethe import BetheLogPermanentAndMarginals
+
+    x = pt.matrix("W")
+    out = Blockwise(BetheLogPermanentAndMarginals(max_iter=2))(x)[0]
+    return pytensor.function([x], out, mode="NUMBA")(W)
+
+
 def _cases():
     from pm_perm import ConditionalBernoulli, NChooseK, OrdinalNChooseK, PermutationExpFamily
     from pm_perm.kernels.bethe import bethe_log_permanent as bethe_kernel
@@ -78,6 +90,9 @@ def _cases():
          lambda: bethe_op(pt.as_tensor(nan3)).eval(), "nan"),
         ("Bethe Op", "a finite logit of 1.5e308 at run time",
          lambda: bethe_op(pt.as_tensor(huge3)).eval(), "nan"),
+        ("Bethe Op", "no convergence in max_iter = 2 sweeps (numba mode)",
+         lambda: _bethe_op_two_sweeps(np.random.default_rng(0).normal(size=(6, 6)) * 30.0),
+         "BetheConvergenceError"),
         ("PermutationExpFamily", "a value that is not a permutation, [0, 0, 2]",
          lambda: _perm_logp(W3, [0, 0, 2]), "-inf"),
         ("PermutationExpFamily", "a value out of range, [0, 1, 3]",

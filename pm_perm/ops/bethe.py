@@ -22,7 +22,12 @@ from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
-from pm_perm.kernels.bethe import BETHE_MAX_M, _run, bethe_core
+from pm_perm.kernels.bethe import (
+    BETHE_MAX_M,
+    BetheConvergenceError,
+    _run,
+    bethe_core,
+)
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -174,7 +179,11 @@ def _checked_numba(W, tol, max_iter):
     if v == -np.inf:
         raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
     if not (err <= tol):
-        raise RuntimeError("Bethe fixed point did not converge: raise max_iter or loosen tol")
+        raise BetheConvergenceError(
+            "Bethe fixed point did not converge within max_iter sweeps to tol. Either no "
+            "perfect matching with finite weight exists (check the -inf pattern), or the "
+            "weights are very spread out: increase max_iter or loosen tol."
+        )
     return v, g
 
 

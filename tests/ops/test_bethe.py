@@ -96,3 +96,30 @@ def test_nan_inf_and_huge_logits_give_nan_like_the_exact_op(mode):
     v_ref, m_ref = bethe_log_permanent_and_marginals(Wv[3])
     np.testing.assert_allclose(v[3], v_ref, rtol=1e-12)
     np.testing.assert_allclose(g[3], m_ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+@pytest.mark.parametrize("op_cls", ["both", "value", "marginals"])
+def test_non_convergence_raises_the_same_error_in_both_modes(mode, op_cls):
+    # Two sweeps cannot reach tol 1e-9 on a spread-out matrix; the compiled path used to raise
+    # a bare RuntimeError while the Python path raised BetheConvergenceError.
+    from pytensor.tensor.blockwise import Blockwise
+
+    from pm_perm.kernels.bethe import BetheConvergenceError
+    from pm_perm.ops.bethe import (
+        BetheLogPermanent,
+        BetheLogPermanentAndMarginals,
+        BetheMarginals,
+    )
+
+    W = pt.matrix("W")
+    if op_cls == "both":
+        out = Blockwise(BetheLogPermanentAndMarginals(max_iter=2))(W)[0]
+    elif op_cls == "value":
+        out = Blockwise(BetheLogPermanent(max_iter=2))(W)
+    else:
+        out = Blockwise(BetheMarginals(max_iter=2))(W)
+    f = pytensor.function([W], out, mode=mode)
+    Wv = np.random.default_rng(0).normal(size=(6, 6)) * 30.0
+    with pytest.raises(BetheConvergenceError, match="did not converge.*increase max_iter"):
+        f(Wv)
