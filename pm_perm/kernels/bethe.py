@@ -27,10 +27,14 @@ patterns), we fall back to an always-convergent scheme. Vontobel showed ``F_B`` 
 the Birkhoff polytope, and the concave-convex procedure (CCCP) that linearises the concave part
 ``-(1-g) log(1-g)`` and minimises the convex rest by Sinkhorn scaling,
 ``gamma <- Sinkhorn(B / (1 - gamma))``, decreases ``F_B`` monotonically (one Sinkhorn sweep per
-linearisation, warm-started scalings; slower, up to thousands of sweeps for spread 3). All stop
-when ``gamma`` is doubly stochastic and stationary to ``tol``, and all reach the same fixed point
-(tested). Cost: O(M^2) per sweep, memory O(M^2). The value ``-F_B(gamma)`` and its gradient
-(the belief matrix, by the envelope theorem at the stationary point) come from the same run.
+linearisation, warm-started scalings; slower, up to thousands of sweeps for spread 3). For
+M <= ``NEWTON_MAX_M`` each of these slow stages is followed by Newton's method on the
+stationarity equations (:mod:`pm_perm.kernels.bethe_newton`), started from that stage's
+beliefs; it settles saturated cases on which the fixed-point schemes crawl, and its
+log-residual certifies the result. All stop when ``gamma`` is doubly stochastic and stationary
+to ``tol``, and all reach the same fixed point (tested). Cost: O(M^2) per sweep and O(M^3)
+per Newton step, memory O(M^2). The value ``-F_B(gamma)`` and its gradient (the belief matrix,
+by the envelope theorem at the stationary point) come from the same run.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from numba import njit
 
 from pm_perm.kernels._checks import as_square_logits
 from pm_perm.kernels.assignment import dual_scaled
+from pm_perm.kernels.bethe_newton import NEWTON_MAX_M, newton_kkt
 
 __all__ = [
     "BETHE_MAX_M",
@@ -55,6 +60,10 @@ __all__ = [
 #: Sweeps of damped BP (damping 0.5) tried when undamped BP has not converged in 500 sweeps,
 #: before the slower CCCP fallback.
 DAMPED_BP_SWEEPS = 20_000
+
+#: Newton stage (bethe_newton): required max log-residual (also at most ``tol``), and steps.
+NEWTON_TOL = 1e-12
+NEWTON_STEPS = 50
 
 #: Largest M accepted: memory is a few (M, M) float64 arrays (5,000 -> ~1 GB); beyond this the
 #: O(M^2)-per-sweep cost makes the approximation impractical on one core.
@@ -235,11 +244,19 @@ def bethe_core(W2, tol, max_iter):
     ok, n_bp, err = _bp(B, tol, bp_iter, G)
     if ok:
         return _bethe_value(B, G, M) + shift, G, n_bp, err
-    # If every stage fails, the result with the smallest residual is returned (the caller
-    # raises with that residual); on forced edges BP's residual is inf and CCCP's result wins.
+    # Each slower stage is followed by Newton's method on the stationarity equations
+    # (bethe_newton), started from that stage's beliefs; it settles the saturated cases on
+    # which BP and CCCP crawl. If every stage fails, the result with the smallest residual is
+    # returned (the caller raises with that residual); on forced edges BP's residual is inf
+    # and CCCP's result wins.
+    use_newton = M <= NEWTON_MAX_M
+    logB = np.log(B) if use_newton else B
+    n_newton, err_newton = _newton_stage(logB, G, tol, use_newton)
+    n_total = n_bp + n_newton
+    if err_newton <= tol:
+        return _bethe_value(B, G, M) + shift, G, n_total, err_newton
     best_err = err
     best_G = G.copy()
-    n_total = n_bp
     if max_iter > bp_iter:
         # BP oscillates (near-tied transpositions) or overflowed on the way: damped BP,
         # restarted from uniform messages (it stops at once on forced edges).
@@ -254,12 +271,53 @@ def bethe_core(W2, tol, max_iter):
         if err < best_err:
             best_err = err
             best_G[:, :] = G
+        n_newton, err_newton = _newton_stage(logB, G, tol, use_newton)
+        n_total += n_newton
+        if err_newton <= tol:
+            return _bethe_value(B, G, M) + shift, G, n_total, err_newton
     n_iter, err = _cccp(B, tol, max_iter, G)
     n_total += n_iter
+    if not (err <= tol):
+        n_newton, err_newton = _newton_stage(logB, G, tol, use_newton)
+        n_total += n_newton
+        if err_newton <= tol:
+            return _bethe_value(B, G, M) + shift, G, n_total, err_newton
     if not (err <= best_err) and best_err < math.inf:
         G[:, :] = best_G
         err = best_err
     return _bethe_value(B, G, M) + shift, G, n_total, err
+
+
+@njit(cache=True)
+def _newton_stage(logB, G, tol, use_newton):
+    """Newton polish of ``G`` (see :func:`newton_kkt`); overwrites ``G`` only on success.
+
+    Returns ``(n_steps, err)`` with ``err`` the larger of the log-residual and the violation of
+    double stochasticity (``inf`` when not converged or not tried).
+    """
+    if not use_newton:
+        return 0, math.inf
+    M = G.shape[0]
+    for i in range(M):
+        for j in range(M):
+            if not (G[i, j] == G[i, j]):
+                return 0, math.inf
+    Gn = G.copy()
+    ok, n, res = newton_kkt(logB, Gn, min(tol, NEWTON_TOL), NEWTON_STEPS)
+    if not ok:
+        return n, math.inf
+    err = res
+    for i in range(M):
+        r = 0.0
+        c = 0.0
+        for j in range(M):
+            r += Gn[i, j]
+            c += Gn[j, i]
+        err = max(err, abs(r - 1.0), abs(c - 1.0))
+    if not (err <= tol):
+        return n, math.inf
+    G[:, :] = Gn
+    return n, err
 
 
 @njit(cache=True)
