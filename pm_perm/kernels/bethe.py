@@ -27,14 +27,19 @@ patterns), we fall back to an always-convergent scheme. Vontobel showed ``F_B`` 
 the Birkhoff polytope, and the concave-convex procedure (CCCP) that linearises the concave part
 ``-(1-g) log(1-g)`` and minimises the convex rest by Sinkhorn scaling,
 ``gamma <- Sinkhorn(B / (1 - gamma))``, decreases ``F_B`` monotonically (one Sinkhorn sweep per
-linearisation, warm-started scalings; slower, up to thousands of sweeps for spread 3). For
-M <= ``NEWTON_MAX_M`` each of these slow stages is followed by Newton's method on the
-stationarity equations (:mod:`pm_perm.kernels.bethe_newton`), started from that stage's
-beliefs; it settles saturated cases on which the fixed-point schemes crawl, and its
-log-residual certifies the result. All stop when ``gamma`` is doubly stochastic and stationary
-to ``tol``, and all reach the same fixed point (tested). Cost: O(M^2) per sweep and O(M^3)
-per Newton step, memory O(M^2). The value ``-F_B(gamma)`` and its gradient (the belief matrix,
-by the envelope theorem at the stationary point) come from the same run.
+linearisation, warm-started scalings; slower, up to thousands of sweeps for spread 3). Before
+any of these, when plain BP has failed, the vertex test of :mod:`pm_perm.kernels.bethe_vertex`
+runs: with well-separated weights the minimiser can be the permutation matrix of the max-weight
+matching itself, a vertex of the polytope, and then no interior fixed point exists and every
+iterative scheme crawls towards it forever. The test is exact (a spectral-radius certificate),
+and a certified vertex is returned as is, with beliefs 0/1 and value the matching weight. For
+M <= ``NEWTON_MAX_M`` each slow stage is followed by Newton's method on the stationarity
+equations (:mod:`pm_perm.kernels.bethe_newton`), started from that stage's beliefs. It settles
+the saturated and near-1/2 cases on which the fixed-point schemes crawl, and its log-residual
+certifies the result. All stop when ``gamma`` is doubly stochastic and stationary to ``tol``,
+and all reach the same fixed point (tested). Cost: O(M^2) per sweep, O(M^3) for the vertex
+test and per Newton step, memory O(M^2). The value ``-F_B(gamma)`` and its gradient (the belief
+matrix, by the envelope theorem at the stationary point) come from the same run.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from numba import njit
 from pm_perm.kernels._checks import as_square_logits
 from pm_perm.kernels.assignment import dual_scaled
 from pm_perm.kernels.bethe_newton import NEWTON_MAX_M, newton_kkt
+from pm_perm.kernels.bethe_vertex import vertex_certificate
 
 __all__ = [
     "BETHE_MAX_M",
@@ -249,6 +255,15 @@ def bethe_core(W2, tol, max_iter):
     # which BP and CCCP crawl. If every stage fails, the result with the smallest residual is
     # returned (the caller raises with that residual); on forced edges BP's residual is inf
     # and CCCP's result wins.
+    # Well-separated weights: the minimiser may be the vertex of the max-weight matching, where
+    # no interior fixed point exists and every iterative stage crawls (bethe_vertex). Exact.
+    is_vertex, col, vertex_value, _ = vertex_certificate(W2)
+    if is_vertex:
+        for i in range(M):
+            for j in range(M):
+                G[i, j] = 0.0
+            G[i, col[i]] = 1.0
+        return vertex_value, G, n_bp, 0.0
     use_newton = M <= NEWTON_MAX_M
     logB = np.log(B) if use_newton else B
     n_newton, err_newton = _newton_stage(logB, G, tol, use_newton)
@@ -303,7 +318,7 @@ def _newton_stage(logB, G, tol, use_newton):
             if not (G[i, j] == G[i, j]):
                 return 0, math.inf
     Gn = G.copy()
-    ok, n, res = newton_kkt(logB, Gn, min(tol, NEWTON_TOL), NEWTON_STEPS)
+    ok, n, res = newton_kkt(logB, Gn, min(tol, NEWTON_TOL), NEWTON_STEPS, tol)
     if not ok:
         return n, math.inf
     err = res

@@ -116,3 +116,52 @@ def test_fails_cleanly_on_an_unusable_start():
     ok, _, res = newton_kkt(logB, G, 1e-12, 50)
     assert not ok
     np.testing.assert_array_equal(G, G0)
+
+
+def _search_matrix(seed):
+    # the generator of the seed search that found the cases below: M in 4..8, spread 3-20
+    rng = np.random.default_rng(seed)
+    M = int(rng.integers(4, 9))
+    return rng.normal(size=(M, M)) * float(rng.choice([3.0, 5.0, 10.0, 20.0]))
+
+
+@pytest.mark.parametrize("seed", [6917, 12992])
+def test_beliefs_near_one_half_are_unknowns_of_their_own(seed):
+    # After 500 plain BP sweeps some beliefs sit in [1/4, 3/4], near where the small and large
+    # roots of g (1 - g) = c meet. With each root fixed by its start side, Newton stalled at
+    # residuals of 0.02-0.15 here; with those beliefs as unknowns of their own it converges in
+    # a few steps to the long damped-BP fixed point.
+    W = _search_matrix(seed)
+    M = W.shape[0]
+    B = _shifted(W)
+    G = np.zeros((M, M))
+    assert not _bp(B, 1e-9, 500, G)[0]
+    assert ((G >= 0.25) & (G <= 0.75)).sum() >= 4
+    ok, n, res = newton_kkt(np.log(B), G, 1e-12, 50)
+    assert ok and res <= 1e-12 and n <= 10
+    ref = np.zeros((M, M))
+    assert _bp(B, 1e-13, 2_000_000, ref, 0.5)[0]
+    np.testing.assert_allclose(G, ref, atol=1e-7)
+    np.testing.assert_allclose(G.sum(0), 1.0, atol=1e-12)
+    np.testing.assert_allclose(G.sum(1), 1.0, atol=1e-12)
+    assert _stationarity_interaction(W, G) < 1e-9
+
+
+def test_stall_tolerance():
+    # tol = 0 cannot be reached: Newton stops at the rounding floor. It accepts that point only
+    # when stall_tol allows, and otherwise reports failure and leaves G untouched.
+    rng = np.random.default_rng(0)
+    M = 6
+    W = rng.normal(size=(M, M))
+    B = _shifted(W)
+    ref = np.zeros((M, M))
+    assert _bp(B, 1e-14, 100_000, ref)[0]
+    G = ref * np.exp(rng.normal(size=(M, M)) * 1e-3)
+    G /= G.sum(1, keepdims=True)
+    G0 = G.copy()
+    ok, _, res = newton_kkt(np.log(B), G, 0.0, 50)
+    assert not ok and res < 1e-12
+    np.testing.assert_array_equal(G, G0)
+    ok, _, res = newton_kkt(np.log(B), G, 0.0, 50, 1e-9)
+    assert ok and res < 1e-12
+    np.testing.assert_allclose(G, ref, atol=1e-11)
