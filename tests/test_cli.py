@@ -68,6 +68,23 @@ def test_rank_ordinal_map(letor_files, tmp_path, capsys):
     assert np.loadtxt(pred).shape == (8 * 6,)
 
 
+def test_rank_ordinal_hinge_basis(letor_files, tmp_path, capsys):
+    out, pred = tmp_path / "h.json", tmp_path / "h.txt"
+    code = main(["rank", "--train", letor_files["train"], "--valid", letor_files["valid"],
+                 "--test", letor_files["test"], "--model", "ordinal", "--hinge-knots", "3",
+                 "--prior-sigma", "3", "--json", str(out), "--predictions", str(pred)])
+    assert code == 0
+    assert "3 features -> 12 columns" in capsys.readouterr().err  # 3 distinct knots each
+    result = json.loads(out.read_text())
+    assert result["hinge_knots"] == 3 and result["n_columns"] == 12
+    assert len(result["theta"]) == 12
+    assert result["test"]["ndcg@3"] > 0.6
+    assert np.loadtxt(pred).shape == (8 * 6,)
+    assert main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
+                 "--hinge-knots", "-1"]) == 2
+    assert "n_knots must be a non-negative integer" in capsys.readouterr().err
+
+
 def test_rank_ridge_lightgbm_format(tmp_path, capsys):
     train = _write_letor(tmp_path / "rank.train", 10, 0, qid=False)
     test = _write_letor(tmp_path / "rank.test", 4, 1, qid=False)

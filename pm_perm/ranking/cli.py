@@ -8,6 +8,7 @@ Examples
     pm-perm rank --train S1.txt --train S2.txt --valid vali.txt --test test.txt --fit nuts
     pm-perm rank --format lightgbm --train rank.train --test rank.test --model ridge
     pm-perm rank --mq2008-fold 1 --model ordinal --fit map
+    pm-perm rank --mq2008-fold 1 --model ordinal --hinge-knots 4
 
 The test split's NDCG@1..10, P@1..10 and MAP are printed (mean over queries, conventions of
 :mod:`pm_perm.ranking.metrics`). With ``--fit nuts`` each metric is computed per posterior draw
@@ -15,7 +16,8 @@ and printed as posterior mean and 90% interval, with an ArviZ summary (r_hat, ES
 Models: ``rankmatch`` (:class:`pm_perm.ranking.rankmatch.RankMatch`), ``ordinal`` (the ordinal
 n-choose-k ranker on whole query lists, :class:`pm_perm.ranking.ordinal.OrdinalRanker`) and
 ``ridge``, a linear pointwise baseline (ridge regression on the labels, penalty chosen on the
-validation split).
+validation split). ``--hinge-knots K`` makes any of them an additive piecewise-linear model
+of the features (:class:`pm_perm.ranking.features.HingeBasis`, fitted on the training split).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 
 import numpy as np
 
-__all__ = ["add_rank_parser", "fit_and_evaluate", "load_splits", "run_rank"]
+__all__ = ["add_rank_parser", "fit_and_evaluate", "hinge_splits", "load_splits", "run_rank"]
 
 KS = tuple(range(1, 11))
 RIDGE_ALPHAS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
@@ -56,6 +58,10 @@ def add_rank_parser(subparsers):
     model = p.add_argument_group("model")
     model.add_argument("--model", choices=("rankmatch", "ordinal", "ridge"), default="rankmatch")
     model.add_argument("--fit", choices=("map", "nuts"), default="map")
+    model.add_argument("--hinge-knots", type=int, default=0, metavar="K",
+                       help="additive piecewise-linear scores: add hinges max(0, x - knot) at K "
+                       "training quantiles of every feature (pm_perm.ranking.features."
+                       "HingeBasis; default 0: the raw features)")
     model.add_argument("--subset-size", type=int, default=3, metavar="M",
                        help="RankMatch subset size M (default 3; M > #ratings uses ties)")
     model.add_argument("--subsets-per-doc", type=float, default=0.4,
@@ -154,6 +160,20 @@ def load_splits(args):
     return train, valid, test
 
 
+def hinge_splits(train, valid, test, n_knots):
+    """Replace the features of the three splits by a hinge basis fitted on ``train``.
+
+    Returns ``(train, valid, test, basis)``; ``valid`` may be None. See
+    :class:`pm_perm.ranking.features.HingeBasis`.
+    """
+    from pm_perm.ranking.features import HingeBasis
+
+    basis = HingeBasis(n_knots).fit(train)
+    _status(f"hinge basis: {train.n_features} features -> {basis.columns_.shape[0]} columns")
+    valid = None if valid is None else basis.transform_split(valid)
+    return basis.transform_split(train), valid, basis.transform_split(test), basis
+
+
 def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset_size=3,
                      subsets_per_doc=0.4, prior_sigmas=None, draws=1000, tune=1000, chains=4,
                      seed=0, convention="standard", progressbar=False, lbfgs_memory=10):
@@ -233,6 +253,9 @@ def run_rank(args):
             raise ValueError("--plots needs --fit nuts with --model rankmatch or ordinal "
                              "(posterior draws)")
         train, valid, test = load_splits(args)
+        basis = None
+        if args.hinge_knots:
+            train, valid, test, basis = hinge_splits(train, valid, test, args.hinge_knots)
         result = fit_and_evaluate(
             train, valid, test, model=args.model, fit=args.fit, subset_size=args.subset_size,
             subsets_per_doc=args.subsets_per_doc, prior_sigmas=args.prior_sigma,
@@ -243,6 +266,8 @@ def run_rank(args):
     except (ValueError, FileNotFoundError) as err:
         print(f"pm-perm rank: error: {err}", file=sys.stderr)
         return 2
+    if basis is not None:
+        result.update(hinge_knots=args.hinge_knots, n_columns=int(basis.columns_.shape[0]))
     print(format_table(result))
     if "summary" in result.get("diagnostics", {}):
         print(result["diagnostics"].pop("summary"))
