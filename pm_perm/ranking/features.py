@@ -137,8 +137,9 @@ class HingeBasis:
 
         Parameters
         ----------
-        theta : array_like, shape (n_columns,)
-            Coefficients on the transformed features (e.g. ``ranker.theta_``).
+        theta : array_like, shape (n_columns,) or (n_draws, n_columns)
+            Coefficients on the transformed features (e.g. ``ranker.theta_``), or one row per
+            posterior draw (e.g. ``ranker.theta_draws_``).
         feature : int
             Input feature ``f``.
         x : array_like of float, shape (n,)
@@ -146,24 +147,28 @@ class HingeBasis:
 
         Returns
         -------
-        ndarray, shape (n,)
-            ``theta[f] x + sum_t theta[hinge t of f] max(0, x - kappa_t)``; the score of a
-            document is the sum of these over features.
+        ndarray, shape (n,) or (n_draws, n)
+            ``theta[f] x + sum_t theta[hinge t of f] max(0, x - kappa_t)``, per draw; the score
+            of a document is the sum of these over features. Only differences of ``g_f``
+            between documents of a query matter to the rankers (a constant cancels).
         """
+        if not hasattr(self, "knots_"):
+            raise ValueError("HingeBasis is not fitted: call fit(train.X) first")
         theta = np.asarray(theta, dtype=np.float64)
-        if theta.shape != (self.columns_.shape[0],):
+        n_cols = self.columns_.shape[0]
+        if theta.ndim not in (1, 2) or theta.shape[-1] != n_cols:
             raise ValueError(
-                f"theta must have one entry per basis column ({self.columns_.shape[0]}), "
-                f"got shape {theta.shape}"
+                f"theta must have one entry per basis column ({n_cols}), or one row of them per "
+                f"draw; got shape {theta.shape}"
             )
         if not 0 <= int(feature) < self.n_features_in_:
             raise ValueError(f"feature must be in 0..{self.n_features_in_ - 1}, got {feature}")
-        x = np.asarray(x, dtype=np.float64)
+        x = np.asarray(x, dtype=np.float64).reshape(-1)
         of_f = np.flatnonzero(self.columns_[:, 0] == int(feature))
-        out = theta[of_f[0]] * x
-        for c in of_f[1:]:
-            out = out + theta[c] * np.maximum(x - self.columns_[c, 1], 0.0)
-        return out
+        design = np.column_stack(
+            [x] + [np.maximum(x - self.columns_[c, 1], 0.0) for c in of_f[1:]]
+        )  # (n, 1 + hinges of f)
+        return theta[..., of_f] @ design.T
 
     @staticmethod
     def _as_matrix(X, name):

@@ -55,6 +55,11 @@ def test_shape_functions_add_up_to_the_score():
     left = (b.shape_function(theta, f, [kappa]) - b.shape_function(theta, f, [kappa - h])) / h
     right = (b.shape_function(theta, f, [kappa + h]) - b.shape_function(theta, f, [kappa])) / h
     assert right[0] - left[0] == pytest.approx(theta[c], abs=1e-5)
+    # one row per draw
+    draws = rng.normal(size=(7, theta.size))
+    per_draw = b.shape_function(draws, f, Xt[:, f])
+    assert per_draw.shape == (7, 30)
+    np.testing.assert_allclose(per_draw[3], b.shape_function(draws[3], f, Xt[:, f]))
 
 
 def test_transform_split_keeps_the_queries():
@@ -80,6 +85,8 @@ def test_clear_errors():
     b = HingeBasis(2)
     with pytest.raises(ValueError, match="not fitted"):
         b.transform(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="not fitted"):
+        b.shape_function(np.zeros(2), 0, [0.5])
     with pytest.raises(ValueError, match="2-D"):
         b.fit(np.zeros(5))
     with pytest.raises(ValueError, match="NaN or infinite"):
@@ -91,6 +98,8 @@ def test_clear_errors():
         b.transform(np.zeros((4, 3)))
     with pytest.raises(ValueError, match="one entry per basis column"):
         b.shape_function(np.zeros(3), 0, [0.5])
+    with pytest.raises(ValueError, match="one entry per basis column"):
+        b.shape_function(np.zeros((2, 2, b.columns_.shape[0])), 0, [0.5])
     with pytest.raises(ValueError, match="feature must be in 0..1"):
         b.shape_function(np.zeros(b.columns_.shape[0]), 2, [0.5])
     with pytest.raises(ValueError, match="RankingSplit"):
@@ -120,3 +129,22 @@ def test_hinge_basis_learns_a_nonlinear_score_the_raw_features_cannot():
     assert ndcg_hinge > ndcg_raw + 0.1, (ndcg_raw, ndcg_hinge)
     g = basis.shape_function(hinge.theta_, 0, np.array([0.1, 0.5, 0.9]))
     assert g[1] > g[0] + 1 and g[1] > g[2] + 1      # the learned shape is the bump
+
+
+@pytest.mark.slow
+@pytest.mark.data
+def test_ranking_shapes_example_runs(shared_data, tmp_path, capsys):
+    """examples/ranking_shapes.py end to end on MQ2008 fold 1 with a very short NUTS run."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "ranking_shapes.py"
+    spec = importlib.util.spec_from_file_location("ranking_shapes", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    out = tmp_path / "shapes.png"
+    example.main(["--fold", "1", "--draws", "30", "--tune", "30", "--chains", "2", "--top", "3",
+                  "--data-root", str(shared_data), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "46 features -> 143 columns" in printed and "features plotted" in printed
+    assert out.stat().st_size > 10_000
