@@ -51,6 +51,7 @@ import pytensor.tensor as pt
 from pm_perm._map import check_lbfgs_memory, map_path
 from pm_perm._map import laplace_whitening as _laplace_whitening
 from pm_perm.distributions.cardinality import OrdinalNChooseK
+from pm_perm.ranking._scoring import linear_scores
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -215,7 +216,7 @@ class OrdinalRanker:
     theta_ : ndarray, shape (n_features,)
         MAP estimate, or posterior mean after :meth:`fit_nuts`.
     theta_draws_ : ndarray, shape (n_draws, n_features)
-        After :meth:`fit_nuts`: all posterior draws.
+        After :meth:`fit_nuts`: all posterior draws (None after :meth:`fit_map`).
     prior_sigma_ : float
         The prior scale used.
     idata_ : DataTree or None
@@ -284,6 +285,7 @@ class OrdinalRanker:
             self.model_, self.prior_sigmas, None if valid is None else score,
             maxcor=self.lbfgs_memory)
         self.idata_ = None
+        self.theta_draws_ = None
         self.timings_["map"] = time.perf_counter() - t0
         return self
 
@@ -326,6 +328,6 @@ class OrdinalRanker:
 
     def decision_function(self, X, *, draws=False):
         """Scores ``X @ theta`` (rank by decreasing score); with ``draws=True`` one row per
-        posterior draw, shape (n_draws, n_docs)."""
-        theta = self.theta_draws_ if draws else self.theta_
-        return theta @ np.asarray(X, dtype=np.float64).T
+        posterior draw, shape (n_draws, n_docs). ``X`` must have the training split's feature
+        columns (a clear ``ValueError`` otherwise)."""
+        return linear_scores(self, X, draws)

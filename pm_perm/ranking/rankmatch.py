@@ -58,6 +58,7 @@ import pytensor.tensor as pt
 from pm_perm._map import check_lbfgs_memory, laplace_whitening, map_path
 from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.ops.permanent import exact_max_m, log_permanent
+from pm_perm.ranking._scoring import linear_scores
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -375,7 +376,7 @@ class RankMatch:
     theta_ : ndarray, shape (n_features,)
         After fitting: MAP estimate, or posterior mean after :meth:`fit_nuts`.
     theta_draws_ : ndarray, shape (n_draws, n_features)
-        After :meth:`fit_nuts`: all posterior draws.
+        After :meth:`fit_nuts`: all posterior draws (None after :meth:`fit_map`).
     prior_sigma_ : float
         The prior scale used.
     idata_ : DataTree or None
@@ -437,6 +438,7 @@ class RankMatch:
             self.model_, self.prior_sigmas, None if valid is None else score,
             maxcor=self.lbfgs_memory)
         self.idata_ = None
+        self.theta_draws_ = None
         self.timings_["map"] = time.perf_counter() - t0
         return self
 
@@ -487,6 +489,6 @@ class RankMatch:
 
     def decision_function(self, X, *, draws=False):
         """Scores ``X @ theta`` (rank by decreasing score); with ``draws=True`` one row per
-        posterior draw, shape (n_draws, n_docs)."""
-        theta = self.theta_draws_ if draws else self.theta_
-        return theta @ np.asarray(X, dtype=np.float64).T
+        posterior draw, shape (n_draws, n_docs). ``X`` must have the training split's feature
+        columns (a clear ``ValueError`` otherwise)."""
+        return linear_scores(self, X, draws)

@@ -1,0 +1,45 @@
+"""linear_scores: the scores of both rankers, and clear errors for misuse."""
+
+import numpy as np
+import pytest
+
+from pm_perm.ranking.data import RankingSplit
+from pm_perm.ranking.features import HingeBasis
+from pm_perm.ranking.ordinal import OrdinalRanker
+from pm_perm.ranking.rankmatch import RankMatch
+
+
+def _split(seed=0, n_queries=8, n_docs=6):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * n_docs, 2))
+    y = (X @ [2.0, -1.0] > 0.5).astype(int) + (X @ [2.0, -1.0] > 2.0)
+    return RankingSplit(X, y, np.arange(0, X.shape[0] + 1, n_docs), np.arange(n_queries))
+
+
+@pytest.mark.parametrize("cls", [OrdinalRanker, RankMatch])
+def test_scores_and_errors(cls):
+    split = _split()
+    ranker = cls(prior_sigmas=(3.0,))
+    with pytest.raises(ValueError, match=f"{cls.__name__} is not fitted"):
+        ranker.decision_function(split.X)
+    ranker.fit_map(split)
+    np.testing.assert_allclose(ranker.decision_function(split.X), split.X @ ranker.theta_)
+    with pytest.raises(ValueError, match="draws=True needs posterior draws"):
+        ranker.decision_function(split.X, draws=True)
+    with pytest.raises(ValueError, match=r"\(n_docs, 2\).*got shape \(48, 3\).*HingeBasis"):
+        ranker.decision_function(np.zeros((48, 3)))
+    with pytest.raises(ValueError, match="2-D"):
+        ranker.decision_function(np.zeros(2))
+    ranker.theta_draws_ = np.ones((5, 2))  # as fit_nuts leaves them
+    assert ranker.decision_function(split.X, draws=True).shape == (5, 48)
+    ranker.fit_map(split)  # a new MAP fit drops stale draws
+    assert ranker.theta_draws_ is None
+
+
+def test_hinge_trained_ranker_names_the_fix_for_raw_features():
+    split = _split(1)
+    basis = HingeBasis(3).fit(split)
+    ranker = OrdinalRanker(prior_sigmas=(3.0,)).fit_map(basis.transform_split(split))
+    with pytest.raises(ValueError, match="pass basis.transform"):
+        ranker.decision_function(split.X)
+    assert ranker.decision_function(basis.transform(split.X)).shape == (48,)
