@@ -33,14 +33,7 @@ from pm_perm.ranking.data import load_mq2008_fold  # noqa: E402
 from pm_perm.ranking.features import HingeBasis  # noqa: E402
 from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
 from pm_perm.ranking.ordinal import OrdinalRanker  # noqa: E402
-
-
-def shape_bands(basis, draws, feature, x_train, n_grid=101):
-    """Grid, posterior mean and 5% / 95% quantiles of ``g_f(x) - g_f(min x)`` over draws."""
-    grid = np.linspace(x_train.min(), x_train.max(), n_grid)
-    g = basis.shape_function(draws, feature, grid)
-    g = g - g[:, :1]
-    return grid, g.mean(axis=0), np.quantile(g, 0.05, axis=0), np.quantile(g, 0.95, axis=0)
+from pm_perm.ranking.plots import plot_shape_functions  # noqa: E402
 
 
 def main(argv=None):
@@ -80,43 +73,10 @@ def main(argv=None):
         lo, hi = np.quantile(per_draw[k], [0.05, 0.95])
         print(f"test {k}: {np.mean(per_draw[k]):.4f} [{lo:.4f}, {hi:.4f}]")
 
-    draws = ranker.theta_draws_
-    spread = []
-    for f in range(train.n_features):
-        if np.ptp(train.X[:, f]) == 0:
-            continue
-        _, mean, _, _ = shape_bands(basis, draws, f, train.X[:, f])
-        spread.append((np.ptp(mean), f))
-    chosen = [f for _, f in sorted(spread, reverse=True)[: args.top]]
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ncol = 3
-    nrow = -(-len(chosen) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 3 * nrow), squeeze=False)
-    rng = np.random.default_rng(args.seed)
-    for ax, f in zip(axes.flat, chosen, strict=False):
-        x = train.X[:, f]
-        grid, mean, lo, hi = shape_bands(basis, draws, f, x)
-        ax.fill_between(grid, lo, hi, color="tab:blue", alpha=0.25, label="90% band")
-        ax.plot(grid, mean, color="tab:blue", label="posterior mean")
-        for kappa in basis.knots_[f]:
-            ax.axvline(kappa, color="grey", lw=0.5, ls=":")
-        rug = rng.choice(x, size=min(400, x.size), replace=False)
-        ax.plot(rug, np.full(rug.size, ax.get_ylim()[0]), "|", color="k", alpha=0.3, ms=6)
-        n_k = basis.knots_[f].size
-        ax.set_title(f"feature {f + 1}: {n_k} knot{'' if n_k == 1 else 's'}")
-        ax.set_xlabel("feature value (QueryLevelNorm)")
-        ax.set_ylabel("g_f(x) - g_f(min)")
-    for ax in list(axes.flat)[len(chosen):]:
-        ax.axis("off")
-    axes.flat[0].legend(fontsize=8)
-    fig.suptitle(f"MQ2008 fold {args.fold}: posterior shape functions of the additive ordinal "
-                 f"ranker (prior scale {ranker.prior_sigma_})")
-    fig.tight_layout()
+    fig, chosen = plot_shape_functions(
+        basis, ranker.theta_draws_, train.X, top=args.top, seed=args.seed,
+        title=f"MQ2008 fold {args.fold}: posterior shape functions of the additive ordinal "
+              f"ranker (prior scale {ranker.prior_sigma_})")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     fig.savefig(args.out, dpi=110)
     print(f"features plotted (1-based): {[f + 1 for f in chosen]}; figure: {args.out}")

@@ -82,16 +82,20 @@ def add_rank_parser(subparsers):
     out.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
     out.add_argument("--predictions", metavar="OUT.txt", help="write one test score per line")
     out.add_argument("--plots", metavar="DIR", help="with --fit nuts: save a trace plot, a forest "
-                     "plot of theta and (rankmatch only), for up to 3 test queries of <= 16 "
-                     "documents, the posterior predictive probability of each document being in "
-                     "the top 5")
+                     "plot of theta and, for up to 3 test queries of <= 16 documents, the "
+                     "posterior predictive probability of each document being in the top 5; "
+                     "with --hinge-knots also the posterior shape functions (shapes.png)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar for NUTS")
     p.set_defaults(func=run_rank)
     return p
 
 
-def save_plots(rm, test, directory, *, seed=0, max_draws=400):
+def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_X=None):
     """Trace and forest plots of theta and top-5 probabilities for a few test queries.
+
+    With a ``basis`` (:class:`~pm_perm.ranking.features.HingeBasis`, fitted on the raw training
+    features ``train_X``), also ``shapes.png``: the posterior shape functions of the six most
+    varying features (:func:`pm_perm.ranking.plots.plot_shape_functions`).
 
     Returns the list of files written. Top-5 probabilities come from one exact draw of the
     whole query's ranking per posterior draw of theta (at most ``max_draws`` draws), from the
@@ -138,6 +142,14 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400):
     fig.tight_layout()
     fig.savefig(files[2])
     plt.close(fig)
+    if basis is not None:
+        from pm_perm.ranking.plots import plot_shape_functions
+
+        files.append(out / "shapes.png")
+        fig, _ = plot_shape_functions(basis, rm.theta_draws_, train_X, seed=seed,
+                                      title="posterior shape functions (hinge basis)")
+        fig.savefig(files[3])
+        plt.close(fig)
     return [str(f) for f in files]
 
 
@@ -253,7 +265,7 @@ def run_rank(args):
             raise ValueError("--plots needs --fit nuts with --model rankmatch or ordinal "
                              "(posterior draws)")
         train, valid, test = load_splits(args)
-        basis = None
+        basis, raw_train_X = None, train.X
         if args.hinge_knots:
             train, valid, test, basis = hinge_splits(train, valid, test, args.hinge_knots)
         result = fit_and_evaluate(
@@ -274,7 +286,8 @@ def run_rank(args):
     scores, ranker = result.pop("scores"), result.pop("ranker", None)
     if args.plots:
         _status("saving plots")
-        result["plots"] = save_plots(ranker, test, args.plots, seed=args.seed)
+        result["plots"] = save_plots(ranker, test, args.plots, seed=args.seed, basis=basis,
+                                     train_X=raw_train_X)
         print("plots: " + ", ".join(result["plots"]))
     if args.predictions:
         np.savetxt(args.predictions, scores, fmt="%.10g")
