@@ -135,6 +135,17 @@ def test_rank_nuts_prints_intervals_and_diagnostics(letor_files, tmp_path, capsy
 
 
 @pytest.mark.slow
+def test_rank_hinge_nuts_plots_save_shapes(letor_files, tmp_path, capsys):
+    code = main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
+                 "--model", "ordinal", "--fit", "nuts", "--hinge-knots", "3", "--draws", "100",
+                 "--tune", "100", "--chains", "2", "--plots", str(tmp_path / "plots"),
+                 "--no-progress"])
+    assert code == 0
+    assert "shapes.png" in capsys.readouterr().out
+    assert (tmp_path / "plots" / "shapes.png").stat().st_size > 5_000
+
+
+@pytest.mark.slow
 def test_rank_ordinal_nuts_plots_top5(letor_files, tmp_path, capsys):
     out = tmp_path / "on.json"
     code = main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],

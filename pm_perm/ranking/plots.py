@@ -71,19 +71,16 @@ def plot_shape_functions(basis, draws, X_train, *, top=6, seed=0, title=None):
     import matplotlib.pyplot as plt
 
     X_train = np.asarray(X_train, dtype=np.float64)
-    spread = []
-    for f in range(X_train.shape[1]):
-        if np.ptp(X_train[:, f]) > 0:
-            _, mean, _, _ = shape_bands(basis, draws, f, X_train[:, f])
-            spread.append((np.ptp(mean), f))
-    chosen = [f for _, f in sorted(spread, reverse=True)[:top]]
+    bands = {f: shape_bands(basis, draws, f, X_train[:, f])
+             for f in range(X_train.shape[1]) if np.ptp(X_train[:, f]) > 0}
+    chosen = sorted(bands, key=lambda f: (np.ptp(bands[f][1]), f), reverse=True)[:top]
     ncol = min(3, max(1, len(chosen)))
     nrow = max(1, -(-len(chosen) // ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 3 * nrow), squeeze=False)
     rng = np.random.default_rng(seed)
     for ax, f in zip(axes.flat, chosen, strict=False):
         x = X_train[:, f]
-        grid, mean, lo, hi = shape_bands(basis, draws, f, x)
+        grid, mean, lo, hi = bands[f]
         ax.fill_between(grid, lo, hi, color="tab:blue", alpha=0.25, label="90% band")
         ax.plot(grid, mean, color="tab:blue", label="posterior mean")
         for kappa in basis.knots_[f]:

@@ -1,7 +1,6 @@
 """Posterior shape functions: the band summary and the figure."""
 
 import numpy as np
-import pytest
 
 from pm_perm.ranking.features import HingeBasis
 from pm_perm.ranking.plots import plot_shape_functions, shape_bands
@@ -42,23 +41,3 @@ def test_plot_picks_the_most_varying_features_and_skips_constant_ones(tmp_path):
     assert (tmp_path / "s.png").stat().st_size > 5_000
     _, every = plot_shape_functions(basis, draws, X, top=10)
     assert sorted(every) == [0, 1, 3]
-
-
-@pytest.mark.slow
-def test_cli_hinge_nuts_plots_save_shapes(tmp_path, capsys):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from test_cli import _write_letor
-
-    from pm_perm.cli import main
-
-    train = _write_letor(tmp_path / "train.txt", 12, 0)
-    test = _write_letor(tmp_path / "test.txt", 8, 2)
-    code = main(["rank", "--train", train, "--test", test, "--model", "ordinal", "--fit", "nuts",
-                 "--hinge-knots", "3", "--draws", "100", "--tune", "100", "--chains", "2",
-                 "--plots", str(tmp_path / "plots"), "--no-progress"])
-    assert code == 0
-    assert "shapes.png" in capsys.readouterr().out
-    assert (tmp_path / "plots" / "shapes.png").stat().st_size > 5_000
