@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["order_blocks", "validate_orders"]
+__all__ = ["order_blocks", "order_blocks_work", "validate_orders"]
 
 
 @njit(cache=True)
@@ -25,7 +25,16 @@ def order_blocks(y, seq, starts):
     ``-1..M-1``, or positions that are not "min" ranks of consecutive blocks).
     """
     M = y.shape[0]
-    count = np.zeros(M + 1, dtype=np.int64)  # count[v + 1]: items with value v (v = -1 .. M-1)
+    return order_blocks_work(y, seq, starts, np.empty(M + 1, dtype=np.int64),
+                             np.empty(M + 1, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def order_blocks_work(y, seq, starts, count, fill):
+    """:func:`order_blocks` with caller-owned work arrays ``count`` and ``fill`` (M + 1,), for
+    loops over many orders (no allocation per order)."""
+    M = y.shape[0]
+    count[:] = 0  # count[v + 1]: items with value v (v = -1 .. M-1)
     for i in range(M):
         v = y[i]
         if v < -1 or v >= M:
@@ -52,8 +61,7 @@ def order_blocks(y, seq, starts):
         starts[nb] = ranked
         nb += 1
     starts[nb] = M
-    fill = np.empty(M + 1, dtype=np.int64)  # next free slot of each value in seq
-    fill[0] = ranked
+    fill[0] = ranked  # next free slot of each value in seq
     for v in range(M):
         fill[v + 1] = v
     for i in range(M):
