@@ -153,7 +153,7 @@ class PlackettLuce(pm.Discrete):
     >>> pm.draw(y, random_seed=1).shape
     (3,)
     >>> p = float(np.exp(pm.logp(y, [0, -1, -1]).eval()))   # item 0 first
-    >>> round(p, 6), round(np.exp(2) / (np.exp(2) + 1 + np.exp(-2)), 6)
+    >>> round(p, 6), round(float(np.exp(2) / (np.exp(2) + 1 + np.exp(-2))), 6)
     (0.866813, 0.866813)
     """
 
