@@ -48,6 +48,21 @@ def test_sum_value_and_gradient_share_one_node():
     np.testing.assert_allclose(g.sum(), 0.0, atol=1e-10)   # shift invariance
 
 
+def test_value_and_vjp_fused_into_one_node():
+    u = pt.matrix("u")
+    per = plackett_luce_loglik(u, ORDERS)
+    total = (per * COUNTS).sum()
+    f = pytensor.function([u], [per, pytensor.grad(total, u)])
+    names = [type(getattr(n.op, "core_op", n.op)).__name__ for n in f.maker.fgraph.toposort()]
+    assert "PlackettLuceLoglikAndVJP" in names
+    assert "PlackettLuceLoglik" not in names and "PlackettLuceLoglikVJP" not in names
+    U = np.random.default_rng(4).normal(size=(2, 5))
+    v, g = f(U)
+    np.testing.assert_allclose(v, loglik_np(U, ORDERS), rtol=1e-12)
+    unfused = pytensor.function([u], pytensor.grad(total, u), mode="FAST_COMPILE")
+    np.testing.assert_allclose(g, unfused(U), rtol=1e-12)
+
+
 def test_bad_input():
     u = pt.vector("u")
     with pytest.raises(ValueError, match=r"orders\[0\] = \[0, 2, -1, -1, -1\] is not a valid"):
