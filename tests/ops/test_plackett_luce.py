@@ -30,12 +30,16 @@ def test_values_match_the_kernel_batched():
 
 
 def test_verify_grad():
+    """The pullbacks (FAST_COMPILE runs the Ops' perform: the same kernels, no numba build;
+    the compiled numba path is compared with it in the other tests)."""
     rng = np.random.default_rng(1)
-    verify_grad(lambda u: plackett_luce_loglik(u, ORDERS), [rng.normal(size=5)], rng=rng)
-    verify_grad(lambda u: plackett_luce_loglik(u, ORDERS) * np.arange(6.0), [rng.normal(size=(2, 5))],
-                rng=rng)
+    mode = "FAST_COMPILE"
+    verify_grad(lambda u: plackett_luce_loglik(u, ORDERS), [rng.normal(size=5)], rng=rng,
+                mode=mode)
+    verify_grad(lambda u: plackett_luce_loglik(u, ORDERS) * np.arange(6.0),
+                [rng.normal(size=(2, 5))], rng=rng, mode=mode)
     verify_grad(lambda u: plackett_luce_loglik_sum(u, ORDERS, COUNTS), [rng.normal(size=(2, 5))],
-                rng=rng)
+                rng=rng, mode=mode)
 
 
 def test_sum_value_and_gradient_share_one_node():
