@@ -67,6 +67,7 @@ from pm_perm.distributions.cardinality import nchoosek_marginals, optimal_rankin
 from pm_perm.kernels.matching import max_weight_matching  # noqa: E402
 from pm_perm.kernels.permanent import EXACT_MAX_M  # noqa: E402
 from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain  # noqa: E402
+from pm_perm import rankings  # noqa: E402,F401  (pm_perm.rankings after import pm_perm)
 
 __all__ = [
     "EXACT_MAX_M",

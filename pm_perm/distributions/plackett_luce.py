@@ -211,8 +211,10 @@ class PlackettLuce(pm.Discrete):
 
     def logp(value, utilities, weights, length_probs):
         M = utilities.shape[-1]
-        if utilities.type.ndim == 1:
-            ll = plackett_luce_loglik(utilities, value.reshape((-1, M))).reshape(value.shape[:-1])
+        u = utilities
+        if all(utilities.type.broadcastable[:-1]):  # one utilities vector (PyMC may expand dims)
+            u = utilities[(0,) * (utilities.type.ndim - 1)]
+            ll = plackett_luce_loglik(u, value.reshape((-1, M))).reshape(value.shape[:-1])
         else:  # one order per utilities row
             ll = plackett_luce_loglik(utilities, value[..., None, :])[..., 0]
         conditions = [pt.all(pt.isfinite(utilities)),

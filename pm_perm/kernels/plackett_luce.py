@@ -283,7 +283,7 @@ def _sample_batch(rng, u, length_probs, out):
 
 
 def _utilities(utilities):
-    u = as_float_array(utilities, "utilities")
+    u = as_float_array(utilities, "utilities", max_abs=np.inf)
     if np.isinf(u).any():
         raise ValueError("utilities contain -inf; Plackett-Luce utilities must be finite")
     if u.shape[-1] == 0:

@@ -3,6 +3,9 @@
 * ``plackett_luce_loglik(u, orders)``: ``(..., M), (n, M) -> (..., n)``, log PL probability of each
   order (top-k; ties by the exact block rule of :mod:`pm_perm.kernels.plackett_luce`); its
   pullback is the vector-Jacobian product Op :class:`PlackettLuceLoglikVJP` (one O(n M) pass).
+  A graph holding both (logp and dlogp in find_MAP / NUTS) has them fused by the ``specialize``
+  rewrite ``fuse_plackett_luce_loglik_and_vjp`` into one :class:`PlackettLuceLoglikAndVJP`
+  node: one pass for value and gradient.
 * ``plackett_luce_loglik_sum(u, orders, counts)``: ``(..., M), (n, M), (n,) -> (...)``,
   ``sum_n counts[n] loglik[n]``; one Op returns the value and its gradient from the same pass
   (the gradient output is what its pullback uses), so logp + dlogp cost one pass.
@@ -19,11 +22,13 @@ import numpy as np
 import pytensor.tensor as pt
 from numba import njit
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
-from pytensor.graph.basic import Apply, Constant
+from pytensor.graph.basic import Apply, Constant, equal_computations
 from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import plackett_luce_core
@@ -33,6 +38,7 @@ _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._v
 
 __all__ = [
     "PlackettLuceLoglik",
+    "PlackettLuceLoglikAndVJP",
     "PlackettLuceLoglikSum",
     "PlackettLuceLoglikVJP",
     "plackett_luce_loglik",
@@ -124,6 +130,38 @@ class PlackettLuceLoglikVJP(Op):
                 grad_not_implemented(self, 2, g, "gradient in the cotangent")]
 
 
+class PlackettLuceLoglikAndVJP(Op):
+    """Core Op: (loglik (n,), ``sum_n g[n] d loglik[n] / du`` (M,)) from one pass.
+
+    Created by the ``fuse_plackett_luce_loglik_and_vjp`` rewrite; no gradient of its own.
+    """
+
+    __props__ = ()
+    gufunc_signature = "(m),(n,m),(n)->(n),(m)"
+
+    def make_node(self, u, orders, g):
+        u, orders, g = _core_inputs(u, orders, g)
+        return Apply(self, [u, orders, g],
+                     [pt.tensor(dtype="float64", shape=(orders.type.shape[0],)),
+                      pt.tensor(dtype="float64", shape=u.type.shape)])
+
+    def perform(self, node, inputs, output_storage):
+        u, orders, g = inputs
+        _check_runtime(u, orders, g)
+        _, values, grad = _run(u, orders, g, True)
+        output_storage[0][0] = values
+        output_storage[1][0] = grad
+
+    def infer_shape(self, node, input_shapes):
+        return [(input_shapes[1][0],), input_shapes[0]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        u, orders, g = inputs
+        return [grad_not_implemented(self, 0, u, "gradients of the fused PL Op"),
+                disconnected_type(),
+                grad_not_implemented(self, 2, g, "gradients of the fused PL Op")]
+
+
 class PlackettLuceLoglikSum(Op):
     """Core Op: (``sum_n counts[n] loglik[n]`` (), its gradient in the utilities (M,))."""
 
@@ -194,6 +232,16 @@ def _numba_vjp(op, node, **kwargs):
     return vjp_numba, _VERSION
 
 
+@register_funcify_default_op_cache_key(PlackettLuceLoglikAndVJP)
+def _numba_loglik_and_vjp(op, node, **kwargs):
+    @numba_basic.numba_njit
+    def loglik_and_vjp_numba(u, orders, g):
+        _, values, grad = _numba_run(u, orders, g, True)
+        return values, grad
+
+    return loglik_and_vjp_numba, _VERSION
+
+
 @register_funcify_default_op_cache_key(PlackettLuceLoglikSum)
 def _numba_sum(op, node, **kwargs):
     @numba_basic.numba_njit
@@ -202,6 +250,36 @@ def _numba_sum(op, node, **kwargs):
         return np.array(total, dtype=np.float64), grad
 
     return sum_numba, _VERSION
+
+
+# ----------------------------------------------------------------------------- graph rewrite
+
+
+def _core(node, cls):
+    op = node.op
+    core = op.core_op if isinstance(op, Blockwise) else op
+    return core if isinstance(core, cls) else None
+
+
+@register_specialize
+@node_rewriter([Blockwise, PlackettLuceLoglikVJP])
+def fuse_plackett_luce_loglik_and_vjp(fgraph, node):
+    """Replace ``PlackettLuceLoglik(u, o)`` and ``PlackettLuceLoglikVJP(u, o, g)`` by one node."""
+    if _core(node, PlackettLuceLoglikVJP) is None:
+        return None
+    u, orders, g = node.inputs[:3]  # (a Blockwise may carry output-shape inputs after them)
+    for client, _ in fgraph.clients[u]:
+        if (isinstance(client, Apply) and client.inputs[0] is u
+                and _core(client, PlackettLuceLoglik) is not None
+                and equal_computations([client.inputs[1]], [orders])):
+            fused = PlackettLuceLoglikAndVJP()
+            fused = fused if not isinstance(node.op, Blockwise) else Blockwise(fused)
+            values, grad = fused(u, orders, g)
+            if (values.type != client.outputs[0].type
+                    or grad.type != node.outputs[0].type):
+                return None
+            return {node.outputs[0]: grad, client.outputs[0]: values}
+    return None
 
 
 # ----------------------------------------------------------------------------- public helpers

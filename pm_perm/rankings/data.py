@@ -218,6 +218,20 @@ class RankingData:
         return self.with_counts(self.counts - held), self.with_counts(held)
 
 
+    def ballot_folds(self, n_folds, rng=None) -> list[tuple[RankingData, RankingData]]:
+        """K-fold cross-validation over BALLOTS: each ballot goes to one of ``n_folds`` folds
+        uniformly at random (multinomial thinning of every count).
+
+        Returns ``[(train_k, test_k) for k in range(n_folds)]``; the test parts partition the
+        ballots, each part re-aggregated. ``rng``: a seed or ``numpy.random.Generator``.
+        """
+        if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 2:
+            raise ValueError(f"n_folds must be an integer >= 2; got {n_folds!r}")
+        parts = np.random.default_rng(rng).multinomial(self.counts, np.full(n_folds, 1 / n_folds))
+        return [(self.with_counts(self.counts - parts[:, k]), self.with_counts(parts[:, k]))
+                for k in range(n_folds)]
+
+
 def _block(b):
     return sorted(b) if isinstance(b, tuple | list | set | frozenset) else [b]
 

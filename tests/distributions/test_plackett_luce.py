@@ -35,6 +35,28 @@ def test_logp_matches_kernel_with_weights():
     assert float(pm.logp(y1, [0, 2, -1, -1]).eval()) == -np.inf   # not rank form
 
 
+def test_logp_and_gradient_in_one_pass():
+    """With weights, logp + dlogp compile to one fused node over all orders (not one call per
+    order), and the gradient equals the kernel's."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pm_perm.kernels.plackett_luce import plackett_luce_loglik_and_grad
+
+    orders = np.array([[0, 1, 2, 3], [1, -1, 0, -1], [0, 0, -1, -1], [2, 0, 1, -1]])
+    w = np.array([3, 1, 2, 7])
+    u = pt.vector("u")
+    lp = pm.logp(pm_perm.PlackettLuce.dist(utilities=u, weights=w), orders).sum()
+    f = pytensor.function([u], [lp, pt.grad(lp, u)])
+    names = [type(getattr(n.op, "core_op", n.op)).__name__ for n in f.maker.fgraph.toposort()]
+    assert names.count("PlackettLuceLoglikAndVJP") == 1 and "PlackettLuceLoglik" not in names
+    u0 = np.array([0.3, -0.2, 1.0, 0.0])
+    v, g = f(u0)
+    want_v, want_g = plackett_luce_loglik_and_grad(u0, orders, w)
+    assert v == pytest.approx(want_v, rel=1e-12)
+    np.testing.assert_allclose(g, want_g, rtol=1e-10)
+
+
 def test_length_probs_logp_is_a_pmf_over_ballots():
     u = np.array([0.5, -0.3, 0.0, 1.0])
     lp = np.array([0.05, 0.3, 0.25, 0.1, 0.3])

@@ -1,4 +1,4 @@
-"""Plackett-Luce kernels against enumeration over all M! rankings (pm_perm.kernels.plackett_luce)."""
+"""Plackett-Luce kernels against enumeration over all M! rankings (kernels.plackett_luce)."""
 
 from __future__ import annotations
 
@@ -107,7 +107,8 @@ def test_gradient_matches_finite_differences(spread):
     M = 7
     u = rng.normal(size=M) * spread
     orders = np.array([[0, 1, 2, 3, 4, 5, 6], [2, -1, 0, 1, -1, -1, 3], [0, 0, 2, -1, -1, 2, -1],
-                       [1, 0, 1, 3, 3, 3, 3], [-1, -1, -1, -1, -1, -1, -1], [0, 0, 0, 3, -1, 4, -1]])
+                       [1, 0, 1, 3, 3, 3, 3], [-1, -1, -1, -1, -1, -1, -1],
+                       [0, 0, 0, 3, -1, 4, -1]])
     weights = rng.integers(0, 5, size=len(orders)).astype(float)
     total, grad = plackett_luce_loglik_and_grad(u, orders, weights)
     assert total == pytest.approx(weights @ plackett_luce_loglik(u, orders), rel=1e-12)

@@ -30,12 +30,16 @@ def test_values_match_the_kernel_batched():
 
 
 def test_verify_grad():
+    """The pullbacks (FAST_COMPILE runs the Ops' perform: the same kernels, no numba build;
+    the compiled numba path is compared with it in the other tests)."""
     rng = np.random.default_rng(1)
-    verify_grad(lambda u: plackett_luce_loglik(u, ORDERS), [rng.normal(size=5)], rng=rng)
-    verify_grad(lambda u: plackett_luce_loglik(u, ORDERS) * np.arange(6.0), [rng.normal(size=(2, 5))],
-                rng=rng)
+    mode = "FAST_COMPILE"
+    verify_grad(lambda u: plackett_luce_loglik(u, ORDERS), [rng.normal(size=5)], rng=rng,
+                mode=mode)
+    verify_grad(lambda u: plackett_luce_loglik(u, ORDERS) * np.arange(6.0),
+                [rng.normal(size=(2, 5))], rng=rng, mode=mode)
     verify_grad(lambda u: plackett_luce_loglik_sum(u, ORDERS, COUNTS), [rng.normal(size=(2, 5))],
-                rng=rng)
+                rng=rng, mode=mode)
 
 
 def test_sum_value_and_gradient_share_one_node():
@@ -46,6 +50,21 @@ def test_sum_value_and_gradient_share_one_node():
     assert len(nodes) == 1, nodes
     v, g = f(np.zeros(5) + 0.3)
     np.testing.assert_allclose(g.sum(), 0.0, atol=1e-10)   # shift invariance
+
+
+def test_value_and_vjp_fused_into_one_node():
+    u = pt.matrix("u")
+    per = plackett_luce_loglik(u, ORDERS)
+    total = (per * COUNTS).sum()
+    f = pytensor.function([u], [per, pytensor.grad(total, u)])
+    names = [type(getattr(n.op, "core_op", n.op)).__name__ for n in f.maker.fgraph.toposort()]
+    assert "PlackettLuceLoglikAndVJP" in names
+    assert "PlackettLuceLoglik" not in names and "PlackettLuceLoglikVJP" not in names
+    U = np.random.default_rng(4).normal(size=(2, 5))
+    v, g = f(U)
+    np.testing.assert_allclose(v, loglik_np(U, ORDERS), rtol=1e-12)
+    unfused = pytensor.function([u], pytensor.grad(total, u), mode="FAST_COMPILE")
+    np.testing.assert_allclose(g, unfused(U), rtol=1e-12)
 
 
 def test_bad_input():

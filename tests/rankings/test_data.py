@@ -234,6 +234,23 @@ def test_split_ballots_is_over_ballots():
     assert sub.n_distinct == int((data.counts > 25).sum())
 
 
+def test_ballot_folds_partition_the_ballots():
+    data = _random_data(np.random.default_rng(5), 5, 200, "toi")
+    folds = data.ballot_folds(5, rng=1)
+    assert len(folds) == 5
+    total = dict.fromkeys(_as_dict(data), 0)
+    for train, test in folds:
+        assert train.n_rankings + test.n_rankings == data.n_rankings
+        for k, c in _as_dict(test).items():
+            total[k] += c
+    assert total == _as_dict(data)   # every ballot in exactly one test fold
+    # each fold's size ~ Binomial(N, 1/5): |z| > 5 has probability 6e-7 per fold
+    N = data.n_rankings
+    assert all(abs(t.n_rankings - N / 5) < 5 * np.sqrt(N * 0.16) for _, t in folds)
+    with pytest.raises(ValueError, match="n_folds must be an integer >= 2"):
+        data.ballot_folds(1)
+
+
 # --------------------------------------------------------------------------- real files
 
 
