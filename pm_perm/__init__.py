@@ -42,6 +42,10 @@ matching
 classification / datasets
     Count-prior classifiers (multi-object ``NChooseK`` with learned p(k | x), expected top-K gain)
     fitted by L-BFGS-B on the PyMC log posterior; embedded-digits generator, Caltech silhouettes.
+partial_order_loglik / PartialRanking
+    Exact likelihood of top-k and tied rankings under the permutation exponential family: one
+    suffix subset table shared by all orders of one W, tie blocks by block permanents, gradient by
+    one adjoint sweep; O(M 2^M + n M) for n distinct orders.
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method is registered in PyMC's
     ``STEP_METHODS`` on import so ``pm.sample`` assigns it to latent permutations.
@@ -54,6 +58,7 @@ from pm_perm.distributions import (  # noqa: E402
     ConditionalBernoulli,
     NChooseK,
     OrdinalNChooseK,
+    PartialRanking,
     PermutationExpFamily,
     edge_logits,
 )
@@ -67,6 +72,7 @@ __all__ = [
     "ConditionalBernoulli",
     "NChooseK",
     "OrdinalNChooseK",
+    "PartialRanking",
     "PermutationExpFamily",
     "edge_logits",
     "expected_topk_gain",

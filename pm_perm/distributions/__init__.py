@@ -1,12 +1,14 @@
 """PyMC distributions (value conventions in each class docstring)."""
 
 from pm_perm.distributions.cardinality import ConditionalBernoulli, NChooseK, OrdinalNChooseK
+from pm_perm.distributions.partial_ranking import PartialRanking
 from pm_perm.distributions.permutation import PermutationExpFamily, edge_logits
 
 __all__ = [
     "ConditionalBernoulli",
     "NChooseK",
     "OrdinalNChooseK",
+    "PartialRanking",
     "PermutationExpFamily",
     "edge_logits",
 ]
