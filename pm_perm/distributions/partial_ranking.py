@@ -258,10 +258,13 @@ class PartialRanking(pm.Discrete):
 
     def logp(value, logits, weights, length_probs):
         M = logits.shape[-1]
-        if logits.type.ndim == 2:  # one W: every row shares one table
-            flat = value.reshape((-1, M))
-            lp = partial_order_loglik(logits, flat).reshape(value.shape[:-1])
-        else:
+        batch_axes = tuple(range(logits.type.ndim - 2))
+        if all(s == 1 for s in logits.type.shape[:-2]):
+            # one W (PyMC hands it over with the batch dims of the value, of length 1): every
+            # row shares one suffix table
+            W = pt.squeeze(logits, axis=batch_axes) if batch_axes else logits
+            lp = partial_order_loglik(W, value.reshape((-1, M))).reshape(value.shape[:-1])
+        else:  # a logits matrix per row: one table per row
             lp = partial_order_loglik(logits, value[..., None, :])[..., 0]
         conditions = [
             pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),

@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
 from pymc.distributions.distribution import support_point
@@ -95,6 +96,19 @@ def test_model_logp_and_gradient_match_kernel():
     total, grad = partial_order_loglik_and_grad(Wv, ORDERS5, counts)
     np.testing.assert_allclose(logp, total, atol=1e-10)
     np.testing.assert_allclose(dlogp, grad.ravel() - Wv.ravel(), atol=1e-10)  # + Normal prior
+
+
+def test_one_logits_matrix_shares_one_table_in_the_compiled_logp():
+    """PyMC hands logp the logits with the value's batch dims (length 1): the compiled logp and
+    gradient must still evaluate all rows under ONE matrix (an (n, M) orders input), not one
+    table per row."""
+    W = pt.matrix("W")
+    lp = pm.logp(PartialRanking.dist(logits=W, weights=np.arange(1, 8)), ORDERS5).sum()
+    f = pytensor.function([W], [lp, pt.grad(lp, W)])
+    nodes = [n for n in f.maker.fgraph.toposort()
+             if type(getattr(n.op, "core_op", n.op)).__name__.startswith("PartialOrderLoglik")]
+    assert nodes and all(n.inputs[0].type.ndim == 2 and n.inputs[1].type.ndim == 2
+                         for n in nodes)
 
 
 def test_support_point_is_the_max_weight_matching():
