@@ -152,7 +152,8 @@ class PartialRanking(pm.Discrete):
     * ``weights``: the non-negative integer count of each distinct order (``weights=data.counts``);
       the logp of a row is ``count * log p(order)``.
 
-    Reading and writing such data (PrefLib files, plain arrays): :doc:`/guide/rankings_data`.
+    Reading and writing such data (PrefLib files, plain arrays): the user guide page "Ranking
+    data" (``docs/guide/rankings_data.md``).
 
     ========  ==========================================================================
     Support   rank-form orders (above); draws are complete or top-k (never tied)
