@@ -209,7 +209,9 @@ def partial_orders_core(W, orders, weights, values, grad, want_grad):
             if w != -np.inf:
                 Bp[r, i] = math.exp(min(w + u[i] + v[M - 1 - r], 0.0))
     Bp = _padded(Bp)
-    h = _workspace(max(M, 5))  # a table of 2^max(M, 3) entries, kept per thread for large M
+    # the permanent's workspace: 2^max(M, 5) entries (it has none for M <= ENUMERATE_MAX_M = 4,
+    # hence the 5), kept per thread for 16 <= M <= 22
+    h = _workspace(max(M, 5))
     _forward(Bp, h)
     vsuf = np.zeros(M + 1)  # vsuf[s] = sum of v over the last s positions
     for s in range(1, M + 1):
