@@ -47,6 +47,10 @@ plackett_luce / PlackettLuce / rankings
     a block fills its positions in any order, subset DP O(s 2^s)), O(M) per distinct order, its
     gradient by one reverse pass, Gumbel-max draws; PrefLib reader/writer and ``RankingData``
     (orders aggregated with counts) in :mod:`pm_perm.rankings`.
+partial_order_loglik / PartialRanking
+    Exact likelihood of top-k and tied rankings under the permutation exponential family: one
+    suffix subset table shared by all orders of one W, tie blocks by block permanents, gradient by
+    one adjoint sweep; O(M 2^M + n M) for n distinct orders.
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method is registered in PyMC's
     ``STEP_METHODS`` on import so ``pm.sample`` assigns it to latent permutations.
@@ -59,6 +63,7 @@ from pm_perm.distributions import (  # noqa: E402
     ConditionalBernoulli,
     NChooseK,
     OrdinalNChooseK,
+    PartialRanking,
     PermutationExpFamily,
     PlackettLuce,
     edge_logits,
@@ -74,6 +79,7 @@ __all__ = [
     "ConditionalBernoulli",
     "NChooseK",
     "OrdinalNChooseK",
+    "PartialRanking",
     "PermutationExpFamily",
     "PlackettLuce",
     "edge_logits",

@@ -56,16 +56,15 @@ from pm_perm.kernels.permanent import (
     log_permanent_and_marginals_core,
     memory_budget,
 )
+from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
 
 __all__ = [
     "SUFFIX_TINY",
     "check_partial_order_size",
     "keep_top_k",
-    "order_blocks",
     "partial_order_loglik",
     "partial_order_loglik_and_grad",
     "partial_orders_core",
-    "validate_orders",
 ]
 
 #: Scaled suffix sums below this are recomputed by their own dual-scaled block permanent.
@@ -101,55 +100,6 @@ def check_partial_order_size(M: int) -> None:
 
 
 # ----------------------------------------------------------------------------- numba cores
-
-
-@njit(cache=True)
-def order_blocks(y, seq, starts, count):
-    """Parse one rank-form order ``y`` (M,) into its blocks.
-
-    Writes the items in position order into ``seq`` (M,) (tied and unranked items in item order)
-    and the first position of each block into ``starts`` (at least M + 1 long); block ``b`` holds
-    ``seq[starts[b]:starts[b + 1]]``. ``count`` (M + 1,) int64 is scratch. Returns the number of
-    blocks, or ``-1`` if ``y`` is not a valid rank-form order (a value outside ``-1..M-1``, or
-    positions that are not "min" ranks).
-    """
-    M = y.shape[0]
-    count[:] = 0  # count[v + 1]: items with value v (v = -1 .. M-1)
-    for i in range(M):
-        v = y[i]
-        if v < -1 or v >= M:
-            return -1
-        count[v + 1] += 1
-    ranked = M - count[0]
-    # the values present must be exactly the block starts 0, s_0, s_0 + s_1, ... < ranked
-    p = 0
-    nb = 0
-    while p < ranked:
-        c = count[p + 1]
-        if c == 0:
-            return -1
-        for v in range(p + 1, p + c):
-            if count[v + 1] != 0:
-                return -1
-        starts[nb] = p
-        nb += 1
-        p += c
-    for v in range(ranked, M):  # no value at or beyond the number of ranked items
-        if count[v + 1] != 0:
-            return -1
-    if count[0] > 0:
-        starts[nb] = ranked
-        nb += 1
-    starts[nb] = M
-    # fill seq (count becomes the next free slot of each value); -1 items after the ranked ones
-    for v in range(M):
-        count[v + 1] = v
-    count[0] = ranked
-    for i in range(M):
-        k = y[i] + 1
-        seq[count[k]] = i
-        count[k] += 1
-    return nb
 
 
 @njit(cache=True)
@@ -209,7 +159,9 @@ def partial_orders_core(W, orders, weights, values, grad, want_grad):
             if w != -np.inf:
                 Bp[r, i] = math.exp(min(w + u[i] + v[M - 1 - r], 0.0))
     Bp = _padded(Bp)
-    h = _workspace(max(M, 5))  # a table of 2^max(M, 3) entries, kept per thread for large M
+    # the permanent's workspace: 2^max(M, 5) entries (it has none for M <= ENUMERATE_MAX_M = 4,
+    # hence the 5), kept per thread for 16 <= M <= 22
+    h = _workspace(max(M, 5))
     _forward(Bp, h)
     vsuf = np.zeros(M + 1)  # vsuf[s] = sum of v over the last s positions
     for s in range(1, M + 1):
@@ -222,12 +174,13 @@ def partial_orders_core(W, orders, weights, values, grad, want_grad):
     seq = np.empty(M, dtype=np.int64)
     starts = np.empty(M + 1, dtype=np.int64)
     count = np.empty(M + 1, dtype=np.int64)
+    fill = np.empty(M + 1, dtype=np.int64)
     total = 0.0
     wsum = 0.0
     for k in range(n):
         wk = weights[k]
         gk = want_grad and wk != 0.0
-        nb = order_blocks(orders[k], seq, starts, count)
+        nb = order_blocks_work(orders[k], seq, starts, count, fill)
         if nb < 0:
             values[k] = -np.inf
             if wk != 0.0:
@@ -303,19 +256,6 @@ def _batch(W, orders, weights, want_grad):
 
 
 @njit(cache=True)
-def _first_invalid(orders):
-    """Index of the first row of ``orders`` (n, M) that is not a valid rank-form order, or -1."""
-    M = orders.shape[1]
-    seq = np.empty(M, dtype=np.int64)
-    starts = np.empty(M + 1, dtype=np.int64)
-    count = np.empty(M + 1, dtype=np.int64)
-    for k in range(orders.shape[0]):
-        if order_blocks(orders[k], seq, starts, count) < 0:
-            return k
-    return -1
-
-
-@njit(cache=True)
 def keep_top_k(y, k):
     """Rank form of the top ``k`` of the complete order ``y`` (in place): positions ``>= k``
     become ``-1``."""
@@ -325,33 +265,6 @@ def keep_top_k(y, k):
 
 
 # ----------------------------------------------------------------------------- public API
-
-
-def validate_orders(orders, M, name="orders"):
-    """Return ``orders`` as a C-contiguous int64 array (n, M) of valid rank-form orders.
-
-    Raises ``ValueError`` naming the first invalid row and why (see :class:`pm_perm.PartialRanking`
-    for the convention).
-    """
-    arr = np.asarray(orders)
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError(f"{name} must be integers (rank form, -1 = unranked); got non-integer "
-                             "or non-finite floats")
-    elif arr.dtype.kind not in "iu":
-        raise ValueError(f"{name} must be integers (rank form, -1 = unranked); got {arr.dtype}")
-    if arr.ndim != 2 or arr.shape[1] != M:
-        raise ValueError(f"{name} must have shape (n, {M}) (one rank-form row per order); got "
-                         f"shape {arr.shape}")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
-    k = _first_invalid(arr)
-    if k >= 0:
-        raise ValueError(
-            f"{name}[{k}] = {arr[k].tolist()} is not a valid rank-form order: item i holds its "
-            "position (0 = first), tied items the smallest position of their block with the "
-            "next block starting right after it, unranked items -1 (after all ranked ones)"
-        )
-    return arr
 
 
 def _prepare(W, orders):

@@ -8,6 +8,11 @@ exponential family; kernels in :mod:`pm_perm.kernels.partial_orders`.
   table and one adjoint sweep, O(M 2^M) whatever ``n``); a graph that needs only the value gets
   the value-only Op (rewrite ``local_partial_order_sum_value_only``).
 
+A graph that needs the per-order values AND a gradient weighted by data (``PartialRanking``'s
+logp: ``sum(counts * loglik)``) would build the table twice (values, then the pullback); the
+rewrite ``local_fuse_partial_order_loglik_and_grad`` makes that one ``PartialOrderLoglikAndGrad``
+node.
+
 Core Ops are wrapped in ``Blockwise`` (batch dimensions of the logits, e.g. the K components of a
 mixture) and have numba implementations. Orders are integer data: rows that are not valid rank
 form get ``-inf``. NaN, ``+inf`` or finite logits beyond 1e300 give NaN outputs, as do logits
@@ -25,6 +30,7 @@ from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_impl
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
+from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
@@ -39,6 +45,7 @@ _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._v
 
 __all__ = [
     "PartialOrderLoglik",
+    "PartialOrderLoglikAndGrad",
     "PartialOrderLoglikSum",
     "PartialOrderLoglikSumAndGrad",
     "partial_order_loglik",
@@ -201,6 +208,36 @@ class PartialOrderLoglikSum(_PartialOrderOp):
                 g[..., None] * _loglik(W, orders)]
 
 
+class PartialOrderLoglikAndGrad(_PartialOrderOp):
+    """Core Op: per-order ``log p`` (n,) and the gradient (M, M) of ``sum_n w_n log p_n``, from
+    one table. Created by the rewrite ``local_fuse_partial_order_loglik_and_grad`` when a graph
+    needs the per-order values and a gradient weighted by something that does not depend on
+    them (``PartialRanking``'s logp: the weights are the counts). No gradient of its own."""
+
+    gufunc_signature = "(m,m),(n,m),(n)->(n),(m,m)"
+
+    def make_node(self, W, orders, weights):
+        inputs = _core_inputs(W, orders, weights, self.max_m)
+        outs = [pt.tensor(dtype="float64", shape=(inputs[1].type.shape[0],)),
+                pt.tensor(dtype="float64", shape=inputs[0].type.shape)]
+        return Apply(self, inputs, outs)
+
+    def perform(self, node, inputs, output_storage):
+        W, orders, weights = inputs
+        self._check_runtime(W, orders, weights)
+        values, grad = _values_grad(np.ascontiguousarray(W), np.ascontiguousarray(orders),
+                                    np.ascontiguousarray(weights))
+        output_storage[0][0] = values
+        output_storage[1][0] = grad
+
+    def infer_shape(self, node, input_shapes):
+        return [(input_shapes[1][0],), input_shapes[0]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [grad_not_implemented(self, i, x, "gradient of the fused Op (a rewrite product)")
+                for i, x in enumerate(inputs)]
+
+
 _loglik = Blockwise(PartialOrderLoglik())
 _sum_and_grad = Blockwise(PartialOrderLoglikSumAndGrad())
 _sum_value = Blockwise(PartialOrderLoglikSum())
@@ -230,6 +267,19 @@ def _sum_grad(W, orders, weights):
         return np.nan, grad
     values = np.empty(orders.shape[0])
     return partial_orders_core(W, orders, weights, values, grad, True), grad
+
+
+@njit(cache=True)
+def _values_grad(W, orders, weights):
+    M = W.shape[0]
+    values = np.empty(orders.shape[0])
+    grad = np.empty((M, M))
+    if not finite_or_minus_inf(W):
+        values[:] = np.nan
+        grad[:, :] = np.nan
+        return values, grad
+    partial_orders_core(W, orders, weights, values, grad, True)
+    return values, grad
 
 
 @njit(cache=True)
@@ -293,7 +343,22 @@ def _numba_partial_order_loglik_sum(op, node, **kwargs):
     return partial_order_loglik_sum_numba, _VERSION
 
 
-# ----------------------------------------------------------------------------- graph rewrite
+@register_funcify_default_op_cache_key(PartialOrderLoglikAndGrad)
+def _numba_partial_order_loglik_and_grad(op, node, **kwargs):
+    max_m = op.max_m
+
+    @numba_basic.numba_njit
+    def partial_order_loglik_and_grad_numba(W, orders, weights):
+        _check_shapes(W, orders, max_m)
+        if weights.shape[0] != orders.shape[0]:
+            raise ValueError("weights must have one entry per order")
+        return _values_grad(np.ascontiguousarray(W), np.ascontiguousarray(orders),
+                            np.ascontiguousarray(weights))
+
+    return partial_order_loglik_and_grad_numba, _VERSION
+
+
+# ----------------------------------------------------------------------------- graph rewrites
 
 
 @register_specialize
@@ -307,6 +372,41 @@ def local_partial_order_sum_value_only(fgraph, node):
     new = Blockwise(PartialOrderLoglikSum(node.op.core_op.max_m))(*node.inputs)
     copy_stack_trace(node.outputs[0], new)
     return {node.outputs[0]: new}
+
+
+def _core_of(var, cls):
+    node = var.owner
+    if node is None or not isinstance(node.op, Blockwise):
+        return None
+    return node if isinstance(node.op.core_op, cls) else None
+
+
+@register_specialize
+@node_rewriter([Blockwise])
+def local_fuse_partial_order_loglik_and_grad(fgraph, node):
+    """One table instead of two for per-order values + a gradient weighted independently of
+    them (``sum(weights * loglik)`` with data weights, as in ``PartialRanking``'s logp): replace
+    ``PartialOrderLoglik(W, orders)`` and the gradient output of
+    ``PartialOrderLoglikSumAndGrad(W, orders, g)`` by one ``PartialOrderLoglikAndGrad`` node.
+    Only for one (M, M) matrix and unbatched weights."""
+    if not isinstance(node.op.core_op, PartialOrderLoglikSumAndGrad):
+        return None
+    W, orders, g = node.inputs
+    if W.type.ndim != 2 or orders.type.ndim != 2 or g.type.ndim != 1:
+        return None
+    if fgraph.clients.get(node.outputs[0]):
+        return None  # the weighted sum itself is used: keep the two-output Op
+    for client, _ in fgraph.clients[W]:
+        loglik = client if isinstance(client, Apply) else None
+        if (loglik is None or _core_of(loglik.outputs[0], PartialOrderLoglik) is None
+                or loglik.inputs[0] is not W or loglik.inputs[1] is not orders):
+            continue
+        if loglik.outputs[0] in ancestors([g]):
+            continue  # the weights depend on the values: they must come first
+        fused = Blockwise(PartialOrderLoglikAndGrad(node.op.core_op.max_m))
+        values, grad = fused(W, orders, g)
+        return {loglik.outputs[0]: values, node.outputs[1]: grad}
+    return None
 
 
 # ----------------------------------------------------------------------------- public helpers

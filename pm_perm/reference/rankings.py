@@ -12,7 +12,12 @@ from scipy.special import logsumexp
 
 from pm_perm.reference.permutations import all_permutations
 
-__all__ = ["consistent_mask", "plackett_luce_complete_logp", "plackett_luce_logp_enum"]
+__all__ = [
+    "consistent_mask",
+    "partial_order_logp_enum",
+    "plackett_luce_complete_logp",
+    "plackett_luce_logp_enum",
+]
 
 
 def consistent_mask(y, perms=None):
@@ -49,3 +54,15 @@ def plackett_luce_logp_enum(u, y):
     perms = all_permutations(len(u))
     lp = plackett_luce_complete_logp(u, perms)
     return float(logsumexp(lp[consistent_mask(y, perms)]))
+
+
+def partial_order_logp_enum(W, y) -> float:
+    """``log p(y)`` of the rank-form order ``y`` under the permutation exponential family
+    ``p(pi) ∝ exp(sum_i W[i, pi[i]])``: log-sum-exp of the scores of the consistent permutations
+    minus that of all permutations (``-inf`` when none is consistent)."""
+    W = np.asarray(W, dtype=np.float64)
+    perms = all_permutations(W.shape[0])
+    scores = W[np.arange(W.shape[0]), perms].sum(-1)
+    mask = consistent_mask(y, perms)
+    with np.errstate(divide="ignore"):
+        return float(logsumexp(scores[mask]) - logsumexp(scores)) if mask.any() else -np.inf

@@ -14,7 +14,7 @@ from pm_perm.kernels.partial_orders import (
     validate_orders,
 )
 from pm_perm.kernels.permanent import EXACT_MAX_M, log_permanent
-from pm_perm.reference.partial_orders import consistent_permutations, partial_order_logp_enum
+from pm_perm.reference.rankings import consistent_mask, partial_order_logp_enum
 from pm_perm.reference.permutations import all_permutations
 
 
@@ -84,7 +84,7 @@ def enum_grad(W, orders, weights):
         return np.einsum("k,kij->ij", p, onehot)
 
     full = expect(np.ones(perms.shape[0], bool))
-    return sum(w * (expect(consistent_permutations(y)) - full) for y, w in zip(orders, weights))
+    return sum(w * (expect(consistent_mask(y)) - full) for y, w in zip(orders, weights))
 
 
 @pytest.mark.parametrize("M", range(1, 8))

@@ -22,7 +22,8 @@ def _core_ops(f):
     names = [type(getattr(node.op, "core_op", node.op)).__name__
              for node in f.maker.fgraph.toposort()]
     return {n: names.count(n) for n in
-            ("PartialOrderLoglik", "PartialOrderLoglikSum", "PartialOrderLoglikSumAndGrad")}
+            ("PartialOrderLoglik", "PartialOrderLoglikSum", "PartialOrderLoglikSumAndGrad",
+             "PartialOrderLoglikAndGrad")}
 
 
 @pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
@@ -51,6 +52,31 @@ def test_one_op_run_for_value_and_gradient_value_alone_is_cheaper():
     assert counts["PartialOrderLoglikSum"] == 0 and counts["PartialOrderLoglik"] == 0
     counts = _core_ops(pytensor.function([W], tot))
     assert counts["PartialOrderLoglikSum"] == 1 and counts["PartialOrderLoglikSumAndGrad"] == 0
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_RUN"])
+def test_weighted_per_order_values_and_gradient_fuse_into_one_node(mode):
+    rng = np.random.default_rng(4)
+    Wv = rng.normal(size=(5, 5))
+    W = pt.matrix("W")
+    per = partial_order_loglik(W, ORDERS)
+    obj = pt.sum(COUNTS * per)
+    f = pytensor.function([W], [per, obj, pt.grad(obj, W)], mode=mode)
+    ops = _core_ops(f)
+    assert ops["PartialOrderLoglikAndGrad"] == 1 and sum(ops.values()) == 1
+    v, t, g = f(Wv)
+    t_ref, g_ref = kernel_sum_grad(Wv, ORDERS, COUNTS)
+    np.testing.assert_allclose(v, kernel_loglik(Wv, ORDERS), atol=1e-13)
+    np.testing.assert_allclose(t, t_ref, atol=1e-12)
+    np.testing.assert_allclose(g, g_ref, atol=1e-12)
+    # weights that depend on the values: no fusion (the values must come first), still right
+    obj2 = pt.sum(pt.exp(per) * per)
+    f2 = pytensor.function([W], pt.grad(obj2, W), mode=mode)
+    assert _core_ops(f2)["PartialOrderLoglikAndGrad"] == 0
+    p = np.exp(kernel_loglik(Wv, ORDERS))
+    lp = np.log(p)
+    g2 = kernel_sum_grad(Wv, ORDERS, p * (1 + lp))[1]
+    np.testing.assert_allclose(f2(Wv), g2, atol=1e-12)
 
 
 @pytest.mark.parametrize("shape", [(5, 5), (2, 5, 5)])
