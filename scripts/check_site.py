@@ -154,8 +154,19 @@ def run_check(site: Path, pages=DEFAULT_PAGES, screenshots: Path | None = None,
     if chromium is None:
         raise FileNotFoundError("chromium not found: apt-get install chromium (or set $CHROMIUM)")
     site = site.resolve()
+    with tempfile.TemporaryFile(mode="w+") as log_file:
+        problems = _render_pages(chromium, site, pages, screenshots, width, height, log_file)
+        log_file.seek(0)
+        for line in log_file:
+            m = re.search(r'"(GET|HEAD) (\S+) [^"]*" (\d{3})', line)
+            if m and int(m.group(3)) >= 400:
+                problems.append(f"the browser requested {m.group(2)}: HTTP {m.group(3)}")
+    return problems
+
+
+def _render_pages(chromium, site, pages, screenshots, width, height, log_file):
+    """Serve the site, dump and screenshot each page; the server's log goes to ``log_file``."""
     port = _free_port()
-    log_file = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
                                "127.0.0.1", "--directory", str(site)],
                               stdout=subprocess.DEVNULL, stderr=log_file)
@@ -192,11 +203,6 @@ def run_check(site: Path, pages=DEFAULT_PAGES, screenshots: Path | None = None,
     finally:
         server.terminate()
         server.wait(timeout=10)
-    log_file.seek(0)
-    for line in log_file:
-        m = re.search(r'"(GET|HEAD) (\S+) [^"]*" (\d{3})', line)
-        if m and int(m.group(3)) >= 400:
-            problems.append(f"the browser requested {m.group(2)}: HTTP {m.group(3)}")
     return problems
 
 

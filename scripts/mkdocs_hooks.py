@@ -8,6 +8,10 @@
   (``PENDING_PAGES``). Until a page exists, its nav entry is dropped with an INFO line, so
   ``mkdocs build --strict`` passes before and after those pages land. Any other missing page
   is still an error.
+* Docstrings on the API pages are numpydoc with a few reStructuredText constructs that
+  mkdocstrings leaves as text: ``.. math::`` blocks and ``:math:`` roles (turned into KaTeX
+  math), Sphinx cross-reference roles such as ``:func:`` (dropped, keeping the name as code),
+  and simple ``====`` tables (turned into HTML tables).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -102,3 +107,31 @@ def on_post_build(config):
             else:
                 shutil.copy2(src, out)
     log.info("KaTeX %s copied into %s", KATEX_VERSION, dest)
+
+
+_MATH_BLOCK = re.compile(r'<p>\.\. math::</p>\s*<div class="highlight"><pre><span></span><code>'
+                         r'(.*?)</code></pre></div>', re.S)
+_MATH_ROLE = re.compile(r":math:<code>(.*?)</code>", re.S)
+_XREF_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc):<code>~?")
+_RST_TABLE = re.compile(r"<p>(=+)(\s+)=+\n(.*?)\n=+\s+=+</p>", re.S)
+
+
+def _rst_table(match):
+    width = len(match.group(1)) + len(match.group(2))
+    rows = []
+    for line in match.group(3).splitlines():
+        key, value = line[:width].strip(), line[width:].strip()
+        rows.append(f"<tr><th>{key}</th><td>{value}</td></tr>")
+    return "<table><tbody>" + "".join(rows) + "</tbody></table>"
+
+
+def rst_to_html(text: str) -> str:
+    """Render the reStructuredText leftovers of docstrings (see the module docstring)."""
+    text = _MATH_BLOCK.sub(lambda m: f'<div class="arithmatex">\\[{m.group(1).strip()}\\]</div>', text)
+    text = _MATH_ROLE.sub(lambda m: f'<span class="arithmatex">\\({m.group(1)}\\)</span>', text)
+    text = _XREF_ROLE.sub("<code>", text)
+    return _RST_TABLE.sub(_rst_table, text)
+
+
+def on_page_content(html_text, page, config, files):
+    return rst_to_html(html_text)
