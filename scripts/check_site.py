@@ -145,7 +145,8 @@ def _free_port() -> int:
 
 
 def _chromium() -> str | None:
-    return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    return (os.environ.get("CHROMIUM") or shutil.which("chromium")
+            or shutil.which("chromium-browser"))
 
 
 def run_check(site: Path, pages=DEFAULT_PAGES, screenshots: Path | None = None,
@@ -189,7 +190,8 @@ def _render_pages(chromium, site, pages, screenshots, width, height, log_file):
                 dump = subprocess.run([*cmd, "--dump-dom", url], capture_output=True, text=True,
                                       timeout=120)
                 if dump.returncode != 0 or "<html" not in dump.stdout:
-                    problems.append(f"{page_path}: chromium --dump-dom failed: {dump.stderr[-500:]}")
+                    problems.append(
+                        f"{page_path}: chromium --dump-dom failed: {dump.stderr[-500:]}")
                     continue
                 problems += check_page(site, page_path, dump.stdout)
                 if screenshots is not None:

@@ -127,7 +127,8 @@ def _rst_table(match):
 
 def rst_to_html(text: str) -> str:
     """Render the reStructuredText leftovers of docstrings (see the module docstring)."""
-    text = _MATH_BLOCK.sub(lambda m: f'<div class="arithmatex">\\[{m.group(1).strip()}\\]</div>', text)
+    text = _MATH_BLOCK.sub(
+        lambda m: f'<div class="arithmatex">\\[{m.group(1).strip()}\\]</div>', text)
     text = _MATH_ROLE.sub(lambda m: f'<span class="arithmatex">\\({m.group(1)}\\)</span>', text)
     text = _XREF_ROLE.sub("<code>", text)
     return _RST_TABLE.sub(_rst_table, text)

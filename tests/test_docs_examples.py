@@ -1,16 +1,17 @@
 """Every code block of Getting started and the how-to guides runs, and prints what the page shows.
 
 Each page's fenced blocks run top to bottom in one namespace (``python`` blocks in this process,
-``bash`` blocks in a shell), in a temporary working folder, with ``pm-perm`` on the PATH running
-this checkout's CLI. A ``text`` block that directly follows a ``python`` or ``bash`` block is that block's
-expected standard output: the words must match exactly and every number within a tolerance
-(``rtol=0.05``, ``atol=0.02``: the pages print rounded figures of seeded fits, and the last digit
-of a sampler's summary may move with the platform). A block preceded by the line
-``<!-- docs-test: skip (reason) -->`` is not run (it needs data or installs something), and the
-test reports it with its reason.
+``bash`` blocks in a shell), in a temporary working folder, with ``pm-perm`` and ``python`` on the
+PATH running this checkout's CLI and this interpreter. A ``text`` block that directly follows a
+``python`` or ``bash`` block is that block's expected standard output: the words must match
+exactly and every number within a tolerance (``rtol=0.05``, ``atol=0.02``: the pages print
+rounded figures of seeded fits, and the last digit of a sampler's summary may move with the
+platform). A block preceded by the line ``<!-- docs-test: skip (reason) -->`` is not run (it
+needs data or installs something), and the test reports it with its reason.
 
-After a deliberate change of an example, ``PM_PERM_DOCS_UPDATE=1 pytest tests/test_docs_examples.py``
-writes the new outputs into the pages (then read the diff before committing it).
+After a deliberate change of an example,
+``PM_PERM_DOCS_UPDATE=1 pytest tests/test_docs_examples.py`` writes the new outputs into the
+pages (then read the diff before committing it).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = ["getting_started.md",
-         *sorted(str(p.relative_to(DOCS)) for p in (DOCS / "howto").glob("*.md") if p.name != "index.md")]
+PAGES = ["getting_started.md", *sorted(
+    str(p.relative_to(DOCS)) for p in (DOCS / "howto").glob("*.md") if p.name != "index.md")]
 RUN_LANGS = {"python", "bash"}
 FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")
 SKIP = re.compile(r"^<!--\s*docs-test:\s*skip\s*\((.+)\)\s*-->\s*$")
@@ -90,18 +91,20 @@ def outputs_match(got: str, expected: str, rtol=0.05, atol=0.02) -> str | None:
         return f"text differs:\n--- expected\n{expected}--- got\n{got}"
     for g, e in zip(NUMBER.findall(got), NUMBER.findall(expected), strict=True):
         gv, ev = float(g), float(e)
-        if not (math.isclose(gv, ev, rel_tol=rtol, abs_tol=atol) or (math.isnan(gv) and math.isnan(ev))):
+        both_nan = math.isnan(gv) and math.isnan(ev)
+        if not (math.isclose(gv, ev, rel_tol=rtol, abs_tol=atol) or both_nan):
             return f"number {g} where the page shows {e}:\n--- expected\n{expected}--- got\n{got}"
     return None
 
 
 def _cli_wrapper(folder: Path) -> Path:
-    """A ``pm-perm`` command that runs this checkout's CLI with this interpreter."""
+    """``pm-perm`` (this checkout's CLI) and ``python`` commands that run this interpreter."""
     bin_dir = folder / "_bin"
     bin_dir.mkdir()
-    exe = bin_dir / "pm-perm"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pm_perm.cli "$@"\n')
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    for name, args in (("pm-perm", " -m pm_perm.cli"), ("python", "")):
+        exe = bin_dir / name
+        exe.write_text(f'#!/bin/sh\nexec "{sys.executable}"{args} "$@"\n')
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     return bin_dir
 
 
@@ -137,7 +140,8 @@ def test_page_code_blocks_run(page, tmp_path, monkeypatch, capsys):
         if b.lang == "bash":
             run = subprocess.run(["bash", "-euo", "pipefail", "-c", b.code], cwd=tmp_path, env=env,
                                  capture_output=True, text=True, timeout=600)
-            assert run.returncode == 0, f"{where}: bash block failed\n{b.code}\n{run.stdout}{run.stderr}"
+            assert run.returncode == 0, (
+                f"{where}: bash block failed\n{b.code}\n{run.stdout}{run.stderr}")
             got = run.stdout
         else:
             buf = io.StringIO()
@@ -146,7 +150,7 @@ def test_page_code_blocks_run(page, tmp_path, monkeypatch, capsys):
             got = buf.getvalue()
         if b.expected is not None:
             problem = outputs_match(got, b.expected)
-            if update and problem is not None:
+            if update and got.rstrip() != b.expected.rstrip():
                 updates.append((b.expected_lines, got))
                 continue
             assert problem is None, f"{where}: the page's printed output is out of date: {problem}"
@@ -158,3 +162,13 @@ def test_page_code_blocks_run(page, tmp_path, monkeypatch, capsys):
     if skipped:
         with capsys.disabled():
             print(f"\n{page}: not run: " + "; ".join(skipped))
+
+
+def test_readme_shows_the_outputs_of_getting_started():
+    """The README's printed results are those of Getting started, which the test above runs."""
+    readme = parse_blocks((ROOT / "README.md").read_text())
+    page = " ".join((DOCS / "getting_started.md").read_text().split())
+    outputs = [b.expected for b in readme if b.expected is not None]
+    assert len(outputs) >= 3, "the README shows one printed result per kind of model"
+    for out in outputs:
+        assert " ".join(out.split()) in page, f"README output not in getting_started.md:\n{out}"
