@@ -88,7 +88,8 @@ def test_every_guide_figure_is_made_by_a_script():
                              capture_output=True, text=True, timeout=60, check=True).stdout
     text = (ROOT / "scripts" / "make_figures.sh").read_text()
     for png in (ROOT / "docs").rglob("*.png"):
-        assert f":{png.name}" in text, f"{png.relative_to(ROOT)} has no entry in make_figures.sh"
+        target = png.relative_to(ROOT / "docs").as_posix()
+        assert f":{target}" in text, f"docs/{target} has no entry in make_figures.sh"
     for line in listing.splitlines():
         script = line.split("python ", 1)[1].split()[0]
         assert script == "-m" or (ROOT / script).is_file(), line
