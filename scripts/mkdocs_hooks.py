@@ -37,6 +37,7 @@ KATEX_FILES = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js", "f
 PENDING_PAGES = {
     "guide/rankings.md",        # issue 18: rank items from ballots
     "guide/rankings_data.md",   # issue 18: ranking data / ballots
+    "api/rankings.md",          # issue 18: API of pm_perm.rankings
     "guide/backends.md",        # issue 21: JAX backends
     "guide/performance.md",     # issue 20: first use and speed
 }
