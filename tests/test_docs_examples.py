@@ -1,0 +1,174 @@
+"""Every code block of Getting started and the how-to guides runs, and prints what the page shows.
+
+Each page's fenced blocks run top to bottom in one namespace (``python`` blocks in this process,
+``bash`` blocks in a shell), in a temporary working folder, with ``pm-perm`` and ``python`` on the
+PATH running this checkout's CLI and this interpreter. A ``text`` block that directly follows a
+``python`` or ``bash`` block is that block's expected standard output: the words must match
+exactly and every number within a tolerance (``rtol=0.05``, ``atol=0.02``: the pages print
+rounded figures of seeded fits, and the last digit of a sampler's summary may move with the
+platform). A block preceded by the line ``<!-- docs-test: skip (reason) -->`` is not run (it
+needs data or installs something), and the test reports it with its reason.
+
+After a deliberate change of an example,
+``PM_PERM_DOCS_UPDATE=1 pytest tests/test_docs_examples.py`` writes the new outputs into the
+pages (then read the diff before committing it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import os
+import re
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = ["getting_started.md", *sorted(
+    str(p.relative_to(DOCS)) for p in (DOCS / "howto").glob("*.md") if p.name != "index.md")]
+RUN_LANGS = {"python", "bash"}
+FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")
+SKIP = re.compile(r"^<!--\s*docs-test:\s*skip\s*\((.+)\)\s*-->\s*$")
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
+
+
+@dataclass
+class Block:
+    lang: str
+    code: str
+    line: int
+    skip: str | None = None
+    expected: str | None = None
+    expected_lines: tuple[int, int] | None = None   # 0-based [start, end) of its body
+
+
+def parse_blocks(text: str) -> list[Block]:
+    """Fenced blocks of a Markdown page, with skip markers and expected outputs attached."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    i, pending_skip, last_nonblank = 0, None, None
+    while i < len(lines):
+        m_skip = SKIP.match(lines[i].strip())
+        m_fence = FENCE.match(lines[i]) if lines[i].startswith("```") else None
+        if m_skip:
+            pending_skip = m_skip.group(1)
+        elif m_fence:
+            start, body = i + 1, []
+            i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                body.append(lines[i])
+                i += 1
+            lang = m_fence.group(1)
+            code = "\n".join(body) + "\n"
+            follows = (last_nonblank == "block" and blocks and blocks[-1].lang in RUN_LANGS
+                       and blocks[-1].expected is None)
+            if lang == "text" and follows:
+                blocks[-1].expected = code
+                blocks[-1].expected_lines = (start, i)
+            else:
+                blocks.append(Block(lang, code, start, pending_skip))
+            pending_skip = None
+            last_nonblank = "block"
+        elif lines[i].strip():
+            last_nonblank = "text"
+            pending_skip = None if not lines[i].strip().startswith("<!--") else pending_skip
+        i += 1
+    return blocks
+
+
+def outputs_match(got: str, expected: str, rtol=0.05, atol=0.02) -> str | None:
+    """None when ``got`` matches ``expected`` (words exactly, numbers within tolerance)."""
+    g_words = "".join(NUMBER.sub("#", got).split())
+    e_words = "".join(NUMBER.sub("#", expected).split())
+    if g_words != e_words:
+        return f"text differs:\n--- expected\n{expected}--- got\n{got}"
+    for g, e in zip(NUMBER.findall(got), NUMBER.findall(expected), strict=True):
+        gv, ev = float(g), float(e)
+        both_nan = math.isnan(gv) and math.isnan(ev)
+        if not (math.isclose(gv, ev, rel_tol=rtol, abs_tol=atol) or both_nan):
+            return f"number {g} where the page shows {e}:\n--- expected\n{expected}--- got\n{got}"
+    return None
+
+
+def _cli_wrapper(folder: Path) -> Path:
+    """``pm-perm`` (this checkout's CLI) and ``python`` commands that run this interpreter."""
+    bin_dir = folder / "_bin"
+    bin_dir.mkdir()
+    for name, args in (("pm-perm", " -m pm_perm.cli"), ("python", "")):
+        exe = bin_dir / name
+        exe.write_text(f'#!/bin/sh\nexec "{sys.executable}"{args} "$@"\n')
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return bin_dir
+
+
+def test_parser_attaches_outputs_and_skips():
+    page = ("x\n\n```python\nprint(1)\n```\n\n```text\n1\n```\n\n"
+            "<!-- docs-test: skip (needs data) -->\n```python\nload()\n```\n\n"
+            "Some text.\n\n```text\nnot an output\n```\n")
+    blocks = parse_blocks(page)
+    assert [(b.lang, b.skip, b.expected) for b in blocks] == [
+        ("python", None, "1\n"), ("python", "needs data", None), ("text", None, None)]
+    assert outputs_match("a 1.00 b\n", "a 1.01 b\n") is None
+    assert outputs_match("a 1.5 b\n", "a 1.0 b\n") is not None
+    assert outputs_match("a 1 c\n", "a 1 b\n") is not None
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_code_blocks_run(page, tmp_path, monkeypatch, capsys):
+    blocks = [b for b in parse_blocks((DOCS / page).read_text()) if b.lang in RUN_LANGS]
+    assert blocks, f"{page} has no python or bash block"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PATH=str(_cli_wrapper(tmp_path)) + os.pathsep + os.environ["PATH"])
+    namespace: dict = {"__name__": "__docs__"}
+    skipped, updates = [], []
+    update = os.environ.get("PM_PERM_DOCS_UPDATE") == "1"
+    for b in blocks:
+        where = f"{page}:{b.line}"
+        if b.skip:
+            skipped.append(f"{where} ({b.skip})")
+            continue
+        if b.lang == "bash":
+            run = subprocess.run(["bash", "-euo", "pipefail", "-c", b.code], cwd=tmp_path, env=env,
+                                 capture_output=True, text=True, timeout=600)
+            assert run.returncode == 0, (
+                f"{where}: bash block failed\n{b.code}\n{run.stdout}{run.stderr}")
+            got = run.stdout
+        else:
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                exec(compile(b.code, where, "exec"), namespace)  # noqa: S102
+            got = buf.getvalue()
+        if b.expected is not None:
+            problem = outputs_match(got, b.expected)
+            if update and got.rstrip() != b.expected.rstrip():
+                updates.append((b.expected_lines, got))
+                continue
+            assert problem is None, f"{where}: the page's printed output is out of date: {problem}"
+    if updates:
+        lines = (DOCS / page).read_text().splitlines()
+        for (start, end), got in sorted(updates, reverse=True):
+            lines[start:end] = got.rstrip("\n").splitlines()
+        (DOCS / page).write_text("\n".join(lines) + "\n")
+    if skipped:
+        with capsys.disabled():
+            print(f"\n{page}: not run: " + "; ".join(skipped))
+
+
+def test_readme_shows_the_outputs_of_getting_started():
+    """The README's printed results are those of Getting started, which the test above runs."""
+    readme = parse_blocks((ROOT / "README.md").read_text())
+    page = " ".join((DOCS / "getting_started.md").read_text().split())
+    outputs = [b.expected for b in readme if b.expected is not None]
+    assert len(outputs) >= 3, "the README shows one printed result per kind of model"
+    for out in outputs:
+        assert " ".join(out.split()) in page, f"README output not in getting_started.md:\n{out}"
