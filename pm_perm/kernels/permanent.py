@@ -46,8 +46,8 @@ __all__ = [
     "check_exact_size",
     "log_permanent",
     "log_permanent_and_marginals",
+    "make_op_kernel",
     "memory_budget",
-    "op_kernel",
     "permutation_marginals",
     "sample_permutation_core",
     "sample_permutations",
@@ -500,24 +500,37 @@ def _log_permanent_and_marginals_into(W, work, out):
     return math.log(perm) + shift
 
 
-def op_kernel(w, m, out, marginals):
+def make_op_kernel(version):
     """Body of the C callable that the PyTensor Ops call (``numba.cfunc``, see
-    :mod:`pm_perm.ops._extern`): ``log perm(exp W)`` of the C-contiguous (m, m) float64 matrix at
-    ``w``; if ``marginals`` is non-zero, ``P`` is written to the (m, m) matrix at ``out``
-    (otherwise ``out`` is not touched). NaN or ``+inf`` logits, or finite ones beyond
-    ``LOGIT_ABS_MAX``, give NaN (and NaN marginals): a C callable cannot raise."""
-    W = carray(w, (m, m))
-    if marginals:
-        P = carray(out, (m, m))
-        if not finite_or_minus_inf(W):
-            for i in range(m):
-                for j in range(m):
-                    P[i, j] = np.nan
+    :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, out, marginals)`` returns
+    ``log perm(exp W)`` of the C-contiguous (m, m) float64 matrix at ``w``; if ``marginals`` is
+    non-zero, ``P`` is written to the (m, m) matrix at ``out`` (otherwise ``out`` is not
+    touched). NaN or ``+inf`` logits, or finite ones beyond ``LOGIT_ABS_MAX``, give NaN (and NaN
+    marginals): a C callable cannot raise.
+
+    ``version`` (an int identifying the kernel sources, :func:`pm_perm.kernels._version.
+    code_version`) is a closure variable of the returned function, so numba's on-disk cache key
+    of the compiled callable changes with ANY kernel source file (numba itself only checks the
+    file of the function it caches, not of the functions it calls).
+    """
+
+    def op_kernel(w, m, out, marginals):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
             return np.nan
-        return _log_permanent_and_marginals_into(W, _workspace(m), P)
-    if not finite_or_minus_inf(W):
-        return np.nan
-    return _log_permanent_into(W, _workspace(m))
+        W = carray(w, (m, m))
+        if marginals:
+            P = carray(out, (m, m))
+            if not finite_or_minus_inf(W):
+                for i in range(m):
+                    for j in range(m):
+                        P[i, j] = np.nan
+                return np.nan
+            return _log_permanent_and_marginals_into(W, _workspace(m), P)
+        if not finite_or_minus_inf(W):
+            return np.nan
+        return _log_permanent_into(W, _workspace(m))
+
+    return op_kernel
 
 
 @njit(cache=True)

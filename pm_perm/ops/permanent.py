@@ -37,8 +37,8 @@ from pm_perm.kernels._version import code_version
 from pm_perm.kernels.permanent import (
     EXACT_MAX_M,
     check_exact_size,
+    make_op_kernel,
     memory_budget,
-    op_kernel,
 )
 from pm_perm.ops._extern import extern_kernel
 
@@ -183,7 +183,7 @@ _F64_PTR = types.CPointer(types.float64)
 _kernel = extern_kernel(
     "pm_perm_log_permanent_kernel",
     types.float64(_F64_PTR, types.intp, _F64_PTR, types.intc),
-    op_kernel,
+    make_op_kernel(_VERSION),
 )
 
 
