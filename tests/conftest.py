@@ -11,15 +11,20 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
+    parser.addoption("--packaging", action="store_true", default=False,
+                     help="run the tests marked packaging (empty-venv install; .ci/run's 2nd step)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runslow"):
-        return
-    skip_slow = pytest.mark.skip(reason="slow test: run with --runslow")
+    skips = {}
+    if not config.getoption("--runslow"):
+        skips["slow"] = pytest.mark.skip(reason="slow test: run with --runslow")
+    if not config.getoption("--packaging"):
+        skips["packaging"] = pytest.mark.skip(reason="packaging test: run with --packaging")
     for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip_slow)
+        for mark, skip in skips.items():
+            if mark in item.keywords:
+                item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

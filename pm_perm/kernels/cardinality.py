@@ -72,6 +72,14 @@ ALL_K_GUARD = 1e-250
 
 
 @njit(cache=True)
+def _copy(dst, src):
+    """``dst[:] = src`` for 1-d arrays of equal length, by a loop: numba compiles a formatted
+    shape-mismatch error (seconds on an empty cache) for every array-to-array slice assignment."""
+    for j in range(src.shape[0]):
+        dst[j] = src[j]
+
+
+@njit(cache=True)
 def _softplus(x):
     if x == -np.inf:
         return 0.0
@@ -244,7 +252,7 @@ def _suffix_checkpoints(p, r, k, B):
     m = 0
     for d in range(D - 1, -1, -1):
         if d + 1 == D or (d + 1) % B == 0:
-            ck[d // B] = g
+            _copy(ck[d // B], g)
         if p[d] == 0.0:
             continue
         m += 1
@@ -259,13 +267,13 @@ def _suffix_block(p, r, k, B, b, ck, buf):
     start = b * B
     end = min(start + B, D)
     n = end - start
-    buf[n] = ck[b]
+    _copy(buf[n], ck[b])
     for i in range(n - 1, 0, -1):
         d = start + i
         src = buf[i + 1]
         dst = buf[i]
         if p[d] == 0.0:
-            dst[:] = src
+            _copy(dst, src)
             continue
         # one out-of-place pass (no copy, then update): zeros above the support stay zero
         pd, rd = p[d], r[d]
@@ -379,8 +387,8 @@ def conditional_covariance_dot_core(theta, k, v):
     m = 0
     for d in range(D - 1, -1, -1):
         if d + 1 == D or (d + 1) % B == 0:
-            ck[d // B] = g
-            dck[d // B] = dg
+            _copy(ck[d // B], g)
+            _copy(dck[d // B], dg)
         if p[d] == 0.0:
             continue
         m += 1
@@ -395,8 +403,8 @@ def conditional_covariance_dot_core(theta, k, v):
     for b in range(nb):
         start = b * B
         n = min(start + B, D) - start
-        buf[n] = ck[b]
-        dbuf[n] = dck[b]
+        _copy(buf[n], ck[b])
+        _copy(dbuf[n], dck[b])
         for i in range(n - 1, 0, -1):
             buf[i] = buf[i + 1]
             dbuf[i] = dbuf[i + 1]

@@ -35,10 +35,10 @@ import sys
 import threading
 
 import numpy as np
-from numba import njit, objmode, types
+from numba import carray, njit, objmode, types
 from numba.core.types import ExternalFunction
 
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, finite_or_minus_inf
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 
 __all__ = [
@@ -46,9 +46,7 @@ __all__ = [
     "check_exact_size",
     "log_permanent",
     "log_permanent_and_marginals",
-    "log_permanent_core",
-    "log_permanent_and_marginals_core",
-    "log_permanent_and_marginals_into_core",
+    "make_op_kernel",
     "memory_budget",
     "permutation_marginals",
     "sample_permutation_core",
@@ -402,7 +400,9 @@ def _padded(B):
     if M >= 3:
         return B
     Bp = np.zeros((3, 3))
-    Bp[:M, :M] = B
+    for i in range(M):  # (a loop: a slice assignment compiles numba's shape-error formatting)
+        for j in range(M):
+            Bp[i, j] = B[i, j]
     for i in range(M, 3):
         Bp[i, i] = 1.0
     return Bp
@@ -500,26 +500,37 @@ def _log_permanent_and_marginals_into(W, work, out):
     return math.log(perm) + shift
 
 
-@njit(cache=True)
-def log_permanent_core(W):
-    """``log perm(exp W)`` for one validated (M, M) float64 matrix (M >= 1)."""
-    return _log_permanent_into(W, _workspace(W.shape[0]))
+def make_op_kernel(version):
+    """Body of the C callable that the PyTensor Ops call (``numba.cfunc``, see
+    :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, out, marginals)`` returns
+    ``log perm(exp W)`` of the C-contiguous (m, m) float64 matrix at ``w``; if ``marginals`` is
+    non-zero, ``P`` is written to the (m, m) matrix at ``out`` (otherwise ``out`` is not
+    touched). NaN or ``+inf`` logits, or finite ones beyond ``LOGIT_ABS_MAX``, give NaN (and NaN
+    marginals): a C callable cannot raise.
 
+    ``version`` (an int identifying the kernel sources, :func:`pm_perm.kernels._version.
+    code_version`) is a closure variable of the returned function, so numba's on-disk cache key
+    of the compiled callable changes with ANY kernel source file (numba itself only checks the
+    file of the function it caches, not of the functions it calls).
+    """
 
-@njit(cache=True)
-def log_permanent_and_marginals_into_core(W, out):
-    """``log perm(exp W)`` for one validated (M, M) float64 matrix, marginals written into
-    ``out`` (M, M): no allocation for M <= ``ENUMERATE_MAX_M`` (PyTensor's Blockwise loops call
-    this with views of the batched outputs)."""
-    return _log_permanent_and_marginals_into(W, _workspace(W.shape[0]), out)
+    def op_kernel(w, m, out, marginals):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return np.nan
+        W = carray(w, (m, m))
+        if marginals:
+            P = carray(out, (m, m))
+            if not finite_or_minus_inf(W):
+                for i in range(m):
+                    for j in range(m):
+                        P[i, j] = np.nan
+                return np.nan
+            return _log_permanent_and_marginals_into(W, _workspace(m), P)
+        if not finite_or_minus_inf(W):
+            return np.nan
+        return _log_permanent_into(W, _workspace(m))
 
-
-@njit(cache=True)
-def log_permanent_and_marginals_core(W):
-    """``(log perm(exp W), P)`` for one validated (M, M) float64 matrix (M >= 1)."""
-    out = np.empty(W.shape)
-    v = _log_permanent_and_marginals_into(W, _workspace(W.shape[0]), out)
-    return v, out
+    return op_kernel
 
 
 @njit(cache=True)

@@ -19,9 +19,11 @@ the exact limit (``EXACT_MAX_M`` and the memory budget, fixed when the graph is 
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytensor.tensor as pt
-from numba import njit
+from numba import types
 from pytensor.gradient import DisconnectedType, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -31,17 +33,14 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
-from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.permanent import (
-    ENUMERATE_MAX_M,
     EXACT_MAX_M,
     check_exact_size,
-    log_permanent_and_marginals_core,
-    log_permanent_and_marginals_into_core,
-    log_permanent_core,
+    make_op_kernel,
     memory_budget,
 )
+from pm_perm.ops._extern import extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -109,7 +108,7 @@ class LogPermanent(_PermanentOp):
     def perform(self, node, inputs, output_storage):
         (W,) = inputs
         self._check_runtime(W)
-        output_storage[0][0] = np.asarray(_value(np.ascontiguousarray(W)), dtype=np.float64)
+        output_storage[0][0] = np.asarray(_run_kernel(W, False)[0], dtype=np.float64)
 
     def infer_shape(self, node, input_shapes):
         return [()]
@@ -132,7 +131,7 @@ class PermutationMarginals(_PermanentOp):
     def perform(self, node, inputs, output_storage):
         (W,) = inputs
         self._check_runtime(W)
-        output_storage[0][0] = _both(np.ascontiguousarray(W))[1]
+        output_storage[0][0] = _run_kernel(W, True)[1]
 
     def infer_shape(self, node, input_shapes):
         return [input_shapes[0]]
@@ -158,7 +157,7 @@ class LogPermanentAndMarginals(_PermanentOp):
     def perform(self, node, inputs, output_storage):
         (W,) = inputs
         self._check_runtime(W)
-        v, P = _both(np.ascontiguousarray(W))
+        v, P = _run_kernel(W, True)
         output_storage[0][0] = np.asarray(v, dtype=np.float64)
         output_storage[1][0] = P
 
@@ -175,72 +174,90 @@ class LogPermanentAndMarginals(_PermanentOp):
         return [g_v[..., None, None] * outputs[1]]
 
 
-# ----------------------------------------------------------------------------- kernels used by
-# perform and by the numba implementations (NaN / +inf in -> NaN out, never a hang or a crash)
+# ----------------------------------------------------------------------------- the kernel
+# The compiled graphs call the kernel through a C symbol (see pm_perm.ops._extern): its code is
+# compiled once per numba cache, not again inside every PyTensor function that uses the Ops.
+# ``perform`` (PyTensor's Python linker) calls the same compiled kernel through ctypes.
+
+_F64_PTR = types.CPointer(types.float64)
+_kernel = extern_kernel(
+    "pm_perm_log_permanent_kernel",
+    types.float64(_F64_PTR, types.intp, _F64_PTR, types.intc),
+    make_op_kernel(_VERSION),
+)
 
 
-@njit(cache=True)
-def _value(W):
-    if not finite_or_minus_inf(W):
-        return np.nan
-    if W.shape[0] <= ENUMERATE_MAX_M:
-        return log_permanent_core(W)
-    return log_permanent_core(np.ascontiguousarray(W))
+def _run_kernel(W, marginals):
+    """``(value, P or None)`` for one core matrix in Python (NaN for bad input)."""
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    M = W.shape[0]
+    P = np.empty((M, M)) if marginals else W
+    ptr = ctypes.POINTER(ctypes.c_double)
+    v = _kernel().compiled.ctypes(W.ctypes.data_as(ptr), M, P.ctypes.data_as(ptr), int(marginals))
+    return v, (P if marginals else None)
 
 
-@njit(cache=True)
-def _both(W):
-    if not finite_or_minus_inf(W):
-        return np.nan, np.full(W.shape, np.nan)
-    return log_permanent_and_marginals_core(np.ascontiguousarray(W))
-
-
-@njit(cache=True)
-def _both_into(W, out):
-    """Value returned, marginals written into ``out``; NaN in both for NaN / ``+inf`` input."""
-    if not finite_or_minus_inf(W):
-        out[:, :] = np.nan
-        return np.nan
-    if W.shape[0] <= ENUMERATE_MAX_M:
-        return log_permanent_and_marginals_into_core(W, out)
-    return log_permanent_and_marginals_into_core(np.ascontiguousarray(W), out)
+@numba_basic.numba_njit
+def _checked_m(W, max_m):
+    M = W.shape[0]
+    if W.shape[1] != M or M > max_m:
+        raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
+    return M
 
 
 # The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
 # (``handles_out``): for small M the per-matrix allocations of a returned (M, M) array and a 0-d
-# array cost more than the permanent itself. Called outside a Blockwise they allocate.
+# array cost more than the permanent itself. Called outside a Blockwise they allocate. A
+# marginals buffer that is not C-contiguous is filled through a contiguous scratch matrix.
 
 
 @register_funcify_default_op_cache_key(LogPermanent)
 def _numba_log_permanent(op, node, **kwargs):
     max_m = op.max_m
+    kernel = _kernel().external
 
     @numba_basic.numba_njit
     def log_permanent_numba(W, out=None):
-        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
-            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
+        M = _checked_m(W, max_m)
+        Wc = np.ascontiguousarray(W)
+        v = kernel(Wc.ctypes, M, Wc.ctypes, 0)
         if out is None:
-            return np.array(_value(W), dtype=np.float64)
-        out[()] = _value(W)
+            return np.array(v, dtype=np.float64)
+        out[()] = v
         return out
 
     log_permanent_numba.handles_out = True
     return log_permanent_numba, _VERSION
 
 
+def _marginals_into_numba(max_m):
+    kernel = _kernel().external
+
+    @numba_basic.numba_njit
+    def marginals_into(W, out):
+        M = _checked_m(W, max_m)
+        Wc = np.ascontiguousarray(W)
+        if out.flags.c_contiguous:
+            return kernel(Wc.ctypes, M, out.ctypes, 1)
+        P = np.empty((M, M))
+        v = kernel(Wc.ctypes, M, P.ctypes, 1)
+        for i in range(M):
+            for j in range(M):
+                out[i, j] = P[i, j]
+        return v
+
+    return marginals_into
+
+
 @register_funcify_default_op_cache_key(PermutationMarginals)
 def _numba_permutation_marginals(op, node, **kwargs):
-    max_m = op.max_m
+    marginals_into = _marginals_into_numba(op.max_m)
 
     @numba_basic.numba_njit
     def permutation_marginals_numba(W, out=None):
-        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
-            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
         if out is None:
-            P = np.empty(W.shape)
-            _both_into(W, P)
-            return P
-        _both_into(W, out)
+            out = np.empty(W.shape)
+        marginals_into(W, out)
         return out
 
     permutation_marginals_numba.handles_out = True
@@ -249,17 +266,14 @@ def _numba_permutation_marginals(op, node, **kwargs):
 
 @register_funcify_default_op_cache_key(LogPermanentAndMarginals)
 def _numba_log_permanent_and_marginals(op, node, **kwargs):
-    max_m = op.max_m
+    marginals_into = _marginals_into_numba(op.max_m)
 
     @numba_basic.numba_njit
     def log_permanent_and_marginals_numba(W, out_v=None, out_p=None):
-        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
-            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
         if out_v is None:
             P = np.empty(W.shape)
-            v = _both_into(W, P)
-            return np.array(v, dtype=np.float64), P
-        out_v[()] = _both_into(W, out_p)
+            return np.array(marginals_into(W, P), dtype=np.float64), P
+        out_v[()] = marginals_into(W, out_p)
         return out_v, out_p
 
     log_permanent_and_marginals_numba.handles_out = True

@@ -1,0 +1,167 @@
+"""First use: compile cost of the demo's matching model against a plain PyMC model, cold and warm.
+
+Run: ``.venv/bin/python benchmarks/bench_first_use.py [--repeats 2]``
+
+For each model it runs, each in a FRESH Python subprocess:
+
+* ``cold``: ``NUMBA_CACHE_DIR`` and PyTensor's ``base_compiledir`` point at NEW empty temporary
+  folders (nothing compiled by an earlier run can be reused);
+* ``warm``: a second subprocess on the same folders (what every later run of the user pays).
+
+and times, in that process, ``import pm_perm`` (matching model only; numba kernels are loaded or
+compiled lazily), ``model.compile_logp()`` with one evaluation, ``model.compile_dlogp()`` with
+one evaluation, and ``pm.find_MAP()`` (which compiles its own value-and-gradient function).
+Wall time and CPU time (user + system of the process) of each step are printed; the machine may be
+shared, so the ratios of CPU times measured in the same run are the figures to compare.
+
+Models (same data size, d = 4 parameters):
+
+* ``matching``: ``examples/demo.py``'s model, ``PermutationExpFamily`` over 200 graphs of M = 8
+  with ``edge_logits`` of (200, 8, 8, 4) features;
+* ``logistic``: a plain PyMC logistic regression, 1,600 rows x 4 features (as many observations
+  as the matching model has rows), ``Normal`` prior, ``Bernoulli(logit_p=...)`` likelihood.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+STEPS = ("import", "compile_logp", "compile_dlogp", "find_MAP")
+
+
+def _clock():
+    t = os.times()
+    return time.perf_counter(), t.user + t.system
+
+
+def make_data(path, n_graphs=200, M=8, seed=2026):
+    """Data of both models, made in the parent process (so the children compile nothing for it):
+    the matching data are exact draws from the model at the true theta, as in the demo."""
+    import numpy as np
+
+    from pm_perm.kernels.permanent import sample_permutations
+
+    rng = np.random.default_rng(seed)
+    theta_true = np.array([1.0, -0.7, 0.4, 0.0])
+    x = rng.normal(size=(n_graphs, M, M, theta_true.size))
+    x[:, np.arange(M), np.arange(M), 0] += 1.5
+    y = sample_permutations(x @ theta_true, rng=rng)
+    x_lr = rng.normal(size=(n_graphs * M, theta_true.size))
+    y_lr = (rng.random(n_graphs * M) < 1 / (1 + np.exp(-(x_lr @ theta_true)))).astype(np.int64)
+    np.savez(path, x=x, y=y, x_lr=x_lr, y_lr=y_lr)
+
+
+def child(model_name, data_path):
+    """Runs in the subprocess: time each step, print one JSON line."""
+    out = {}
+    w0, c0 = _clock()
+    import numpy as np
+    import pymc as pm
+
+    if model_name == "matching":
+        import pm_perm
+    w1, c1 = _clock()
+    out["import"] = (w1 - w0, c1 - c0)
+
+    data = np.load(data_path)
+    with pm.Model() as model:
+        theta = pm.Normal("theta", 0.0, 2.0, shape=data["x"].shape[-1])
+        if model_name == "matching":
+            W = pm_perm.edge_logits(data["x"], theta)
+            pm_perm.PermutationExpFamily("y", logits=W, observed=data["y"])
+        else:
+            pm.Bernoulli("y", logit_p=pm.math.dot(data["x_lr"], theta), observed=data["y_lr"])
+    ip = model.initial_point()
+
+    w0, c0 = _clock()
+    logp = model.compile_logp()
+    logp(ip)
+    w1, c1 = _clock()
+    out["compile_logp"] = (w1 - w0, c1 - c0)
+
+    dlogp = model.compile_dlogp()
+    dlogp(ip)
+    w2, c2 = _clock()
+    out["compile_dlogp"] = (w2 - w1, c2 - c1)
+
+    with model:
+        pm.find_MAP(progressbar=False, jitter=False)
+    w3, c3 = _clock()
+    out["find_MAP"] = (w3 - w2, c3 - c2)
+    print("RESULT " + json.dumps(out))
+
+
+def run(model_name, cache_root, data_path):
+    env = dict(os.environ)
+    env["NUMBA_CACHE_DIR"] = os.path.join(cache_root, "numba")
+    flags = env.get("PYTENSOR_FLAGS", "")
+    env["PYTENSOR_FLAGS"] = ",".join(
+        f for f in (flags, f"base_compiledir={os.path.join(cache_root, 'pytensor')}") if f
+    )
+    env.setdefault("OMP_NUM_THREADS", "1")
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", model_name, "--data", data_path],
+        env=env, capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{model_name} child failed:\n{proc.stderr[-3000:]}")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=1, help="cold/warm pairs per model")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--data", help=argparse.SUPPRESS)
+    p.add_argument("--models", default="matching,logistic")
+    args = p.parse_args(argv)
+    if args.child:
+        child(args.child, args.data)
+        return None
+    data_dir = tempfile.TemporaryDirectory(prefix="pm_perm_first_use_data_")
+    data_path = os.path.join(data_dir.name, "data.npz")
+    make_data(data_path)
+    models = args.models.split(",")
+    results = {m: {"cold": [], "warm": []} for m in models}
+    for _ in range(args.repeats):
+        for m in models:  # interleaved, so load changes hit both models alike
+            with tempfile.TemporaryDirectory(prefix="pm_perm_first_use_") as root:
+                results[m]["cold"].append(run(m, root, data_path))
+                results[m]["warm"].append(run(m, root, data_path))
+
+    def total(r, which):  # 0 = wall, 1 = CPU
+        return sum(r[s][which] for s in STEPS if s != "import")
+
+    print(f"{'model':10s} {'cache':5s} " + " ".join(f"{s:>20s}" for s in STEPS)
+          + f" {'logp+dlogp+MAP':>20s}")
+    print(f"{'':16s}" + " ".join(f"{'wall / CPU s':>20s}" for _ in range(len(STEPS) + 1)))
+    for m in models:
+        for state in ("cold", "warm"):
+            for r in results[m][state]:
+                cells = [f"{r[s][0]:8.2f} / {r[s][1]:8.2f}" for s in STEPS]
+                cells.append(f"{total(r, 0):8.2f} / {total(r, 1):8.2f}")
+                print(f"{m:10s} {state:5s} " + " ".join(f"{c:>20s}" for c in cells))
+    if "matching" in results and "logistic" in results:
+        for state in ("cold", "warm"):
+            cpu = [total(a, 1) / total(b, 1)
+                   for a, b in zip(results["matching"][state], results["logistic"][state],
+                                   strict=True)]
+            wall = [total(a, 0) / total(b, 0)
+                    for a, b in zip(results["matching"][state], results["logistic"][state],
+                                    strict=True)]
+            print(f"{state}: matching / logistic (logp + dlogp + find_MAP): CPU "
+                  + ", ".join(f"{x:.2f}x" for x in cpu) + "; wall "
+                  + ", ".join(f"{x:.2f}x" for x in wall))
+    data_dir.cleanup()
+    return results
+
+
+if __name__ == "__main__":
+    main()

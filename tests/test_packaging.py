@@ -1,0 +1,68 @@
+"""The console command after a plain ``pip install`` of this checkout into an EMPTY virtual
+environment (no system site packages, no extras): every ``pm-perm`` subcommand and model must run
+with the dependencies the package declares (it once failed with ``No module named 'sklearn'``).
+
+Marked ``packaging`` (run with ``--packaging``; ``.ci/run`` runs it as its second step): the
+install takes one to two minutes even from pip's cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import venv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.packaging
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write_letor(path, n_queries, rng):
+    lines = []
+    for q in range(n_queries):
+        for _ in range(6):
+            x = rng.normal(size=3)
+            label = int(np.clip(np.round(x[0] + rng.normal(scale=0.5)), 0, 2))
+            feats = " ".join(f"{k + 1}:{v:.4f}" for k, v in enumerate(x))
+            lines.append(f"{label} qid:{q + 1} {feats}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_console_command_in_empty_venv(tmp_path):
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True, system_site_packages=False)
+    python = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba_cache")
+    env["PYTENSOR_FLAGS"] = f"base_compiledir={tmp_path / 'pytensor'}"
+    subprocess.run([python, "-m", "pip", "install", "-q", str(ROOT)], check=True, env=env,
+                   cwd=tmp_path)
+    # only the declared dependencies: no test or bench extras leaked in
+    code = ("import importlib.util as u; "
+            "print(*(u.find_spec(m) is None for m in ('pytest', 'thewalrus')))")
+    probe = subprocess.run([python, "-c", code], check=True, env=env, capture_output=True,
+                           text=True)
+    assert probe.stdout.split() == ["True", "True"]
+
+    exe = env_dir / "bin" / "pm-perm"
+    for args in (["--help"], ["rank", "--help"]):
+        subprocess.run([exe, *args], check=True, env=env, cwd=tmp_path, capture_output=True)
+
+    rng = np.random.default_rng(0)
+    _write_letor(tmp_path / "train.txt", 8, rng)
+    _write_letor(tmp_path / "test.txt", 4, rng)
+    for model in ("ridge", "rankmatch", "ordinal"):
+        out = tmp_path / f"{model}.json"
+        proc = subprocess.run(
+            [exe, "rank", "--train", "train.txt", "--test", "test.txt", "--model", model,
+             "--fit", "map", "--prior-sigma", "1", "--json", str(out)],
+            env=env, cwd=tmp_path, capture_output=True, text=True, check=False,
+        )
+        assert proc.returncode == 0, f"pm-perm rank --model {model} failed:\n{proc.stderr[-3000:]}"
+        test_metrics = json.loads(out.read_text())["test"]
+        assert test_metrics and all(0.0 <= v <= 1.0 for v in test_metrics.values()), test_metrics
