@@ -46,6 +46,7 @@ __all__ = [
     "check_exact_size",
     "log_permanent",
     "log_permanent_and_marginals",
+    "log_permanent_and_marginals_core",
     "make_op_kernel",
     "memory_budget",
     "permutation_marginals",
@@ -498,6 +499,16 @@ def _log_permanent_and_marginals_into(W, work, out):
         for j in range(M):
             out[i, j] = P[i, j] * inv
     return math.log(perm) + shift
+
+
+@njit(cache=True)
+def log_permanent_and_marginals_core(W):
+    """``(log perm(exp W), P)`` for one validated (M, M) float64 matrix (M >= 1), for other
+    numba kernels (the tie blocks of :mod:`pm_perm.kernels.partial_orders`); the PyTensor Ops call
+    the C kernel of :func:`make_op_kernel` instead."""
+    out = np.empty(W.shape)
+    v = _log_permanent_and_marginals_into(W, _workspace(W.shape[0]), out)
+    return v, out
 
 
 def make_op_kernel(version):
