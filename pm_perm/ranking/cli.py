@@ -266,6 +266,12 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
             _status("ordinal n-choose-k: fitting MAP")
         rm.fit_map(train, valid)
         result["prior_sigma"] = rm.prior_sigma_
+        result["standardize"] = rm.standardize
+        result["map_fits"] = {
+            str(s): {"success": bool(r.success), "status": int(r.status), "message": str(r.message),
+                     "iterations": int(r.nit), "objective": float(r.fun)}
+            for s, r in rm.map_results_.items()
+        }
         result["lbfgs_memory"] = lbfgs_memory
         if model == "rankmatch":
             result.update(subset_size=subset_size, n_subsets=int(rm.subsets_.docs.shape[0]))
@@ -282,7 +288,10 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
             result["test_interval90"] = {
                 k: [float(x) for x in np.quantile(v, [0.05, 0.95])] for k, v in per_draw.items()
             }
-            result["diagnostics"] = _diagnostics(rm.idata_)
+            from pm_perm._map import sampler_warnings
+
+            result["diagnostics"] = {**_diagnostics(rm.idata_), **rm.diagnostics_}
+            result["warnings"] = sampler_warnings(rm.diagnostics_)
         scores = rm.decision_function(test.X)
         result["ranker"] = rm
         result["theta"] = [float(x) for x in rm.theta_]
