@@ -28,6 +28,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
+    COUNT_PROBS_TOL,
     _n_finite,
     nchoosek_marginals,
     sample_conditional_bernoulli_core,
@@ -49,7 +50,7 @@ __all__ = [
     "optimal_ranking",
 ]
 
-_SIMPLEX_TOL = 1e-6
+_SIMPLEX_TOL = COUNT_PROBS_TOL  # the samplers check the same tolerance
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -161,6 +162,7 @@ class ConditionalBernoulliRV(RandomVariable):
     signature = "(n),()->(n)"
     dtype = "int64"
     _print_name = ("ConditionalBernoulli", "\\operatorname{ConditionalBernoulli}")
+    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, k, size):
@@ -282,6 +284,7 @@ class NChooseKRV(RandomVariable):
     signature = "(n),(m)->(n)"
     dtype = "int64"
     _print_name = ("NChooseK", "\\operatorname{NChooseK}")
+    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, count_probs, size):
@@ -412,6 +415,7 @@ class OrdinalNChooseKRV(RandomVariable):
     signature = "(n),(r,m),()->(n)"
     dtype = "int64"
     _print_name = ("OrdinalNChooseK", "\\operatorname{OrdinalNChooseK}")
+    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, count_probs, use_prior, size):
@@ -594,7 +598,10 @@ class OrdinalNChooseK(pm.Discrete):
         dot = pt.sum(pt.switch(chosen, th, 0.0), axis=-1)  # (..., R-1)
         lev_lp = _minus_inf_if(pt.eq(dot, -np.inf), dot - log_esp(theta_lev, k_lev))
         lp = pt.sum(lev_lp, axis=-1)
-        in_range = pt.all(pt.ge(value, 0) & pt.lt(value, R), axis=-1)
+        in_range = pt.ge(value, 0) & pt.lt(value, R)
+        if value.type.dtype in pt.type.float_dtypes:  # a non-integer label is outside the support
+            in_range = in_range & pt.eq(value, pt.round(value))
+        in_range = pt.all(in_range, axis=-1)
         # count prior with the sum-to-D constraint
         counts = pt.sum(pt.cast(pt.eq(value[..., None, :], pt.arange(R)[:, None]), "int64"), -1)
         pk = _select_last(count_probs, counts)  # (..., R)

@@ -60,6 +60,8 @@ class PermutationExpFamilyRV(RandomVariable):
     _print_name = ("PermutationExpFamily", "\\operatorname{PermutationExpFamily}")
     #: tells :mod:`pm_perm.step_methods` that values are permutations (swap-move step method)
     support_is_permutation = True
+    #: non-integer literal values get logp = -inf (see pm_perm.distributions._values)
+    integer_values = True
 
     @classmethod
     def rng_fn(cls, rng, logits, size):
