@@ -49,6 +49,10 @@ swap_mcmc / PermutationSwapMetropolis (large M)
 
 __version__ = "0.1.0"
 
+from pm_perm._numba import prepare_pytensor_cache as _prepare_pytensor_cache  # noqa: E402
+
+_prepare_pytensor_cache()  # before PyTensor is imported (read-only HOME: a temporary cache)
+
 from pm_perm import step_methods as _step_methods  # noqa: E402,F401  (registers the step)
 from pm_perm.distributions import (  # noqa: E402
     ConditionalBernoulli,

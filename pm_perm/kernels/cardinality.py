@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 import scipy.fft
-from numba import njit
+from pm_perm._numba import njit
 
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array
 

@@ -35,9 +35,10 @@ import sys
 import threading
 
 import numpy as np
-from numba import njit, objmode, types
+from numba import objmode, types
 from numba.core.types import ExternalFunction
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from pm_perm._numba import njit
 from scipy.optimize import linear_sum_assignment
 
 from pm_perm.kernels._checks import as_square_logits

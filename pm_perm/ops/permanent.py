@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from numba import njit
+from pm_perm._numba import njit
 from pytensor.gradient import DisconnectedType, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
