@@ -25,6 +25,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.distributions._shapes import check_observed_batch
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
@@ -229,6 +230,9 @@ class ConditionalBernoulli(pm.Discrete):
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         _check_observed(observed, "binary")
+        p = {**dict(zip(("logits", "k"), args, strict=False)), **kwargs}
+        check_observed_batch("ConditionalBernoulli", observed,
+                             [("logits", p.get("logits"), 1), ("k", p.get("k"), 0)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -351,6 +355,9 @@ class NChooseK(pm.Discrete):
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         _check_observed(observed, "binary")
+        p = {**dict(zip(("logits", "count_probs"), args, strict=False)), **kwargs}
+        check_observed_batch("NChooseK", observed, [("logits", p.get("logits"), 1),
+                                                    ("count_probs", p.get("count_probs"), 1)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -527,6 +534,10 @@ class OrdinalNChooseK(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         named = dict(zip(("logits", "counts", "count_probs", "n_levels"), args, strict=False))
         _check_observed(observed, "ordinal", _static_levels({**named, **kwargs}))
+        p = {**named, **kwargs}
+        check_observed_batch("OrdinalNChooseK", observed,
+                             [("logits", p.get("logits"), 1), ("counts", p.get("counts"), 1),
+                              ("count_probs", p.get("count_probs"), 2)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod

@@ -18,6 +18,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.distributions._shapes import check_observed_batch
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.huber_law import (
@@ -286,6 +287,7 @@ class PermutationExpFamily(pm.Discrete):
                 )
                 M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
             _check_observed(observed, M)
+            check_observed_batch("PermutationExpFamily", observed, [("logits", logits, 2)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod

@@ -35,6 +35,7 @@ from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.permanent import (
     ENUMERATE_MAX_M,
+    EXACT_LIMIT_ADVICE,
     EXACT_MAX_M,
     check_exact_size,
     log_permanent_and_marginals_core,
@@ -211,14 +212,28 @@ def _both_into(W, out):
 # array cost more than the permanent itself. Called outside a Blockwise they allocate.
 
 
+_ADVICE = EXACT_LIMIT_ADVICE
+
+
+@njit(cache=True)
+def _check_runtime_shape(W, max_m):
+    """The run-time size check of the numba implementations (symbolic shapes), with the same
+    message as the static check."""
+    if W.shape[0] != W.shape[1]:
+        raise ValueError("logits must be square (..., M, M); got " + str(W.shape[0]) + " x "
+                         + str(W.shape[1]))
+    if W.shape[0] > max_m:
+        raise ValueError("M = " + str(W.shape[0]) + " is beyond the exact limit EXACT_MAX_M = "
+                         + str(max_m) + _ADVICE)
+
+
 @register_funcify_default_op_cache_key(LogPermanent)
 def _numba_log_permanent(op, node, **kwargs):
     max_m = op.max_m
 
     @numba_basic.numba_njit
     def log_permanent_numba(W, out=None):
-        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
-            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
+        _check_runtime_shape(W, max_m)
         if out is None:
             return np.array(_value(W), dtype=np.float64)
         out[()] = _value(W)
@@ -234,8 +249,7 @@ def _numba_permutation_marginals(op, node, **kwargs):
 
     @numba_basic.numba_njit
     def permutation_marginals_numba(W, out=None):
-        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
-            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
+        _check_runtime_shape(W, max_m)
         if out is None:
             P = np.empty(W.shape)
             _both_into(W, P)
@@ -253,8 +267,7 @@ def _numba_log_permanent_and_marginals(op, node, **kwargs):
 
     @numba_basic.numba_njit
     def log_permanent_and_marginals_numba(W, out_v=None, out_p=None):
-        if W.shape[0] != W.shape[1] or W.shape[0] > max_m:
-            raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
+        _check_runtime_shape(W, max_m)
         if out_v is None:
             P = np.empty(W.shape)
             v = _both_into(W, P)

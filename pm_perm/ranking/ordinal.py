@@ -117,6 +117,9 @@ def pad_queries(split, *, n_levels=None):
     if not isinstance(split, RankingSplit):
         raise ValueError("split must be a pm_perm.ranking.data.RankingSplit (see read_letor)")
     top = int(split.y.max())
+    if top == int(split.y.min()):
+        raise ValueError(f"every document of the split has label {top}: no query has documents "
+                         "of two different labels; nothing to train on")
     R = top + 1 if n_levels is None else int(n_levels)
     if R < 2 or top >= R:
         raise ValueError(
