@@ -223,3 +223,16 @@ def test_cli_interrupt_exits_130_and_writes_nothing(tmp_path, capsys, monkeypatc
                  "--json", str(tmp_path / "o.json")]) == 130
     assert "interrupted" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["test.txt", "train.txt"]
+
+
+def test_map_fitter_warns_when_it_stops_early():
+    from pm_perm.classification.models import MapFitter, logistic_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    Y = (X @ rng.normal(size=(3, 2)) + rng.normal(size=(60, 2)) > 0).astype(int)
+    fitter = MapFitter(logistic_model(X, Y, sigma=3.0), mode="FAST_COMPILE")
+    with pytest.warns(RuntimeWarning, match="did not converge.*ITERATIONS"):
+        out = fitter.fit(maxiter=1)
+    assert out["_info"]["converged"] is False
+    assert fitter.fit(maxiter=500)["_info"]["converged"] is True
