@@ -7,8 +7,10 @@ against the ``expect`` column, so the page cannot drift from the code.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -53,6 +55,7 @@ def _tmp():
     """A scratch folder for the file cases; its path is shown as ``<tmp>`` on the page."""
     if "dir" not in _TMP:
         _TMP["dir"] = Path(tempfile.mkdtemp(prefix="pm_perm_catalogue_"))
+        atexit.register(shutil.rmtree, _TMP["dir"], ignore_errors=True)
     return _TMP["dir"]
 
 
