@@ -58,6 +58,11 @@ swap_mcmc / PermutationSwapMetropolis (large M)
 
 __version__ = "0.1.0"
 
+from pm_perm._numba import prepare_pytensor_cache as _prepare_pytensor_cache  # noqa: E402
+
+_prepare_pytensor_cache()  # before PyTensor is imported (read-only HOME: a temporary cache)
+
+from pm_perm import rankings  # noqa: E402,F401  (pm_perm.rankings after import pm_perm)
 from pm_perm import step_methods as _step_methods  # noqa: E402,F401  (registers the step)
 from pm_perm.distributions import (  # noqa: E402
     ConditionalBernoulli,
@@ -72,7 +77,6 @@ from pm_perm.distributions.cardinality import nchoosek_marginals, optimal_rankin
 from pm_perm.kernels.matching import max_weight_matching  # noqa: E402
 from pm_perm.kernels.permanent import EXACT_MAX_M  # noqa: E402
 from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain  # noqa: E402
-from pm_perm import rankings  # noqa: E402,F401  (pm_perm.rankings after import pm_perm)
 
 __all__ = [
     "EXACT_MAX_M",

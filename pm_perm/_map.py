@@ -16,7 +16,61 @@ import numpy as np
 import pymc as pm
 from scipy.optimize import minimize
 
-__all__ = ["check_lbfgs_memory", "laplace_whitening", "map_path"]
+__all__ = [
+    "MapFitError",
+    "SamplingError",
+    "SamplingInterrupted",
+    "check_lbfgs_memory",
+    "check_optimum",
+    "checked_sample",
+    "sampler_warnings",
+    "laplace_whitening",
+    "map_path",
+]
+
+
+class MapFitError(RuntimeError):
+    """An optimiser stopped without converging (its result must not be reported as a fit)."""
+
+
+class SamplingError(RuntimeError):
+    """A sampler returned incomplete or non-finite draws."""
+
+
+class SamplingInterrupted(KeyboardInterrupt):
+    """Sampling was interrupted (Ctrl-C); no draws were kept."""
+
+
+#: ``ABNORMAL_TERMINATION_IN_LNSRCH`` is accepted when the largest gradient component is at most
+#: this times ``max(1, |f|)``: the line search failed only because f cannot decrease further
+#: in float64 at a stationary point.
+STATIONARY_RTOL = 1e-4
+
+
+def check_optimum(res, what="the MAP fit"):
+    """Raise :class:`MapFitError` unless the ``scipy.optimize.minimize`` result ``res`` is a
+    converged optimum with a finite value and point.
+
+    Accepted: ``res.success``, or a failed line search (L-BFGS-B ``ABNORMAL``) at a point whose
+    gradient is at most ``STATIONARY_RTOL * max(1, |f|)`` in every component (a stationary
+    point f cannot improve on in float64). Refused: iteration or evaluation limits, a failed
+    line search away from a stationary point, non-finite values.
+    """
+    msg = str(getattr(res, "message", ""))
+    finite = np.isfinite(res.fun) and np.all(np.isfinite(res.x))
+    jac = np.asarray(getattr(res, "jac", np.nan), dtype=np.float64)
+    grad = float(np.max(np.abs(jac))) if jac.size and np.all(np.isfinite(jac)) else np.inf
+    stationary = grad <= STATIONARY_RTOL * max(1.0, abs(float(res.fun))) if finite else False
+    if finite and (res.success or ("ABNORMAL" in msg and stationary)):
+        return res
+    raise MapFitError(
+        f"{what} did not converge: {msg or 'no message'} (status {getattr(res, 'status', '?')}, "
+        f"{getattr(res, 'nit', '?')} iterations, objective {float(res.fun):.6g}, largest "
+        f"gradient component {grad:.3g}). The result is not reported. Typical causes: badly "
+        "scaled features (rankers standardise them unless standardize=False; otherwise rescale "
+        "the data), an iteration limit (raise maxiter or the L-BFGS-B memory), or a "
+        "log-posterior that is not finite at the start"
+    )
 
 
 def check_lbfgs_memory(maxcor):
@@ -58,6 +112,11 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
         Scale -> score (empty without ``score``).
     results : dict
         Scale -> ``scipy.optimize.OptimizeResult``.
+
+    Raises
+    ------
+    MapFitError
+        A fit did not converge (:func:`check_optimum`); no estimate is returned.
     """
     check_lbfgs_memory(maxcor)
     fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True)
@@ -76,6 +135,7 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
         with model:
             pm.set_data({"prior_sigma": sigma})
         res = minimize(negative, x, jac=True, method="L-BFGS-B", options=options)
+        check_optimum(res, f"the L-BFGS-B MAP fit at prior scale {sigma:g}")
         x = res.x
         results[sigma] = res
         value = None
@@ -109,3 +169,111 @@ def laplace_whitening(model, loc, *, var="theta"):
     eig, V = np.linalg.eigh((H + H.T) / 2)
     eig = np.maximum(eig, 1e-8 * eig.max())
     return loc, V / np.sqrt(eig)
+
+
+def checked_sample(model, *, var="theta", **kwargs):
+    """``pm.sample`` on ``model`` whose draws are checked; returns ``(idata, diagnostics)``.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    var : str
+        The variable whose draws are checked and summarised.
+    **kwargs
+        To ``pm.sample`` (``draws``, ``tune``, ``chains``, ``random_seed``, ``callback``, ...).
+
+    Returns
+    -------
+    idata : DataTree
+    diagnostics : dict
+        ``"divergences"`` (int), ``"max_r_hat"`` (float, None with one chain), ``"chains"``,
+        ``"draws"`` (per chain).
+
+    Raises
+    ------
+    SamplingInterrupted
+        Ctrl-C (or a ``KeyboardInterrupt`` from the callback) during sampling: PyMC stops and
+        would return the draws so far, padded or truncated; they are discarded, nothing is
+        returned (a ``KeyboardInterrupt``, so an interactive session stops as expected).
+    SamplingError
+        Fewer draws than requested, or non-finite draws of ``var``.
+    """
+    import signal
+    import threading
+
+    interrupted = []
+    user_callback = kwargs.pop("callback", None)
+
+    def callback(trace, draw):
+        if user_callback is not None:
+            try:
+                user_callback(trace=trace, draw=draw)
+            except KeyboardInterrupt:
+                interrupted.append("callback")
+                raise
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        default = signal.getsignal(signal.SIGINT)
+
+        def on_sigint(signum, frame):
+            interrupted.append("SIGINT")
+            if callable(default):
+                default(signum, frame)
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        with model:
+            idata = pm.sample(callback=callback, **kwargs)
+    except KeyboardInterrupt:
+        interrupted.append("raised")
+    except Exception:
+        if not interrupted:  # e.g. PyMC's "Not enough samples" after an interrupt in tuning
+            raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        raise SamplingInterrupted(
+            "sampling was interrupted (Ctrl-C); the draws so far were discarded and the model "
+            "was left as it was before the call"
+        )
+    post = np.asarray(idata.posterior[var])
+    chains, draws = kwargs.get("chains"), kwargs.get("draws", 1000)
+    if post.shape[1] < draws or (chains is not None and post.shape[0] < chains):
+        raise SamplingError(
+            f"the sampler returned {post.shape[0]} chain(s) x {post.shape[1]} draws of {var!r}, "
+            f"fewer than the {chains} x {draws} requested (interrupted?); nothing is reported"
+        )
+    if not np.all(np.isfinite(post)):
+        raise SamplingError(
+            f"the sampler returned non-finite draws of {var!r} "
+            f"({int(np.sum(~np.isfinite(post)))} values); nothing is reported"
+        )
+    diverging = idata.sample_stats.get("diverging")
+    diagnostics = {
+        "chains": int(post.shape[0]),
+        "draws": int(post.shape[1]),
+        "divergences": int(np.sum(diverging)) if diverging is not None else None,
+        "max_r_hat": None,
+    }
+    if post.shape[0] > 1:
+        import arviz as az
+
+        rhat = az.rhat(idata, var_names=[var])
+        diagnostics["max_r_hat"] = float(np.nanmax(np.asarray(rhat[var])))
+    return idata, diagnostics
+
+
+def sampler_warnings(diagnostics, *, r_hat_max=1.01):
+    """Warning strings for divergences and r_hat above ``r_hat_max`` (empty when clean)."""
+    out = []
+    if diagnostics.get("divergences"):
+        out.append(f"{diagnostics['divergences']} divergent transitions: the posterior draws "
+                   "may be biased (increase target_accept or reparametrise)")
+    rhat = diagnostics.get("max_r_hat")
+    if rhat is not None and rhat > r_hat_max:
+        out.append(f"max r_hat = {rhat:.3f} > {r_hat_max}: the chains have not mixed (run "
+                   "more tuning/draws)")
+    return out

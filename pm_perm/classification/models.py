@@ -19,6 +19,7 @@ Models (``X`` (n, F) features, ``D`` classes)
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -27,6 +28,7 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from scipy.optimize import minimize
 
+from pm_perm._map import MapFitError, check_optimum
 from pm_perm.distributions.cardinality import NChooseK
 from pm_perm.ops.cardinality import log_expected_topk_gain
 
@@ -186,15 +188,24 @@ class MapFitter:
         Returns
         -------
         dict
-            ``{name: array}`` at the optimum, plus ``"_info"``: iterations, seconds, objective.
+            ``{name: array}`` at the optimum, plus ``"_info"``: iterations, seconds, objective,
+            ``converged`` (:func:`pm_perm._map.check_optimum`; a ``RuntimeWarning`` is issued
+            when False) and scipy's message.
         """
         for name, value in data.items():
             self.model.set_data(name, value)
         t0 = time.perf_counter()
         res = minimize(self._f, self.x, jac=True, method="L-BFGS-B",
                        options={"maxiter": maxiter, "ftol": tol, "gtol": 1e-5, "maxcor": 20})
+        converged = True
+        try:
+            check_optimum(res, "MapFitter.fit (L-BFGS-B)")
+        except MapFitError as err:  # a loud warning: the caller chose maxiter; _info records it
+            converged = False
+            warnings.warn(str(err), RuntimeWarning, stacklevel=2)
         self.x = res.x
         out = self.unravel()
         out["_info"] = {"iterations": int(res.nit), "seconds": time.perf_counter() - t0,
-                        "neg_log_posterior": float(res.fun), "converged": bool(res.success)}
+                        "neg_log_posterior": float(res.fun), "converged": converged,
+                        "message": str(res.message)}
         return out

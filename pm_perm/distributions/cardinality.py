@@ -25,9 +25,11 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.distributions._shapes import check_observed_batch
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
+    COUNT_PROBS_TOL,
     _n_finite,
     nchoosek_marginals,
     sample_conditional_bernoulli_core,
@@ -49,7 +51,7 @@ __all__ = [
     "optimal_ranking",
 ]
 
-_SIMPLEX_TOL = 1e-6
+_SIMPLEX_TOL = COUNT_PROBS_TOL  # the samplers check the same tolerance
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -161,6 +163,7 @@ class ConditionalBernoulliRV(RandomVariable):
     signature = "(n),()->(n)"
     dtype = "int64"
     _print_name = ("ConditionalBernoulli", "\\operatorname{ConditionalBernoulli}")
+    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, k, size):
@@ -227,6 +230,9 @@ class ConditionalBernoulli(pm.Discrete):
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         _check_observed(observed, "binary")
+        p = {**dict(zip(("logits", "k"), args, strict=False)), **kwargs}
+        check_observed_batch("ConditionalBernoulli", observed,
+                             [("logits", p.get("logits"), 1), ("k", p.get("k"), 0)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -282,6 +288,7 @@ class NChooseKRV(RandomVariable):
     signature = "(n),(m)->(n)"
     dtype = "int64"
     _print_name = ("NChooseK", "\\operatorname{NChooseK}")
+    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, count_probs, size):
@@ -348,6 +355,9 @@ class NChooseK(pm.Discrete):
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         _check_observed(observed, "binary")
+        p = {**dict(zip(("logits", "count_probs"), args, strict=False)), **kwargs}
+        check_observed_batch("NChooseK", observed, [("logits", p.get("logits"), 1),
+                                                    ("count_probs", p.get("count_probs"), 1)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -412,6 +422,7 @@ class OrdinalNChooseKRV(RandomVariable):
     signature = "(n),(r,m),()->(n)"
     dtype = "int64"
     _print_name = ("OrdinalNChooseK", "\\operatorname{OrdinalNChooseK}")
+    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, count_probs, use_prior, size):
@@ -523,6 +534,10 @@ class OrdinalNChooseK(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         named = dict(zip(("logits", "counts", "count_probs", "n_levels"), args, strict=False))
         _check_observed(observed, "ordinal", _static_levels({**named, **kwargs}))
+        p = {**named, **kwargs}
+        check_observed_batch("OrdinalNChooseK", observed,
+                             [("logits", p.get("logits"), 1), ("counts", p.get("counts"), 1),
+                              ("count_probs", p.get("count_probs"), 2)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -594,7 +609,10 @@ class OrdinalNChooseK(pm.Discrete):
         dot = pt.sum(pt.switch(chosen, th, 0.0), axis=-1)  # (..., R-1)
         lev_lp = _minus_inf_if(pt.eq(dot, -np.inf), dot - log_esp(theta_lev, k_lev))
         lp = pt.sum(lev_lp, axis=-1)
-        in_range = pt.all(pt.ge(value, 0) & pt.lt(value, R), axis=-1)
+        in_range = pt.ge(value, 0) & pt.lt(value, R)
+        if value.type.dtype in pt.type.float_dtypes:  # a non-integer label is outside the support
+            in_range = in_range & pt.eq(value, pt.round(value))
+        in_range = pt.all(in_range, axis=-1)
         # count prior with the sum-to-D constraint
         counts = pt.sum(pt.cast(pt.eq(value[..., None, :], pt.arange(R)[:, None]), "int64"), -1)
         pk = _select_last(count_probs, counts)  # (..., R)

@@ -16,11 +16,12 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.distributions._shapes import check_observed_batch
 from pm_perm.distributions.cardinality import _select_last
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size, keep_top_k
-from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.kernels.permanent import sample_permutation_core, sample_permutations
+from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.partial_orders import partial_order_loglik
 
@@ -57,6 +58,7 @@ class PartialRankingRV(RandomVariable):
     name = "partial_ranking"
     signature = "(m,m),(),(l)->(m)"
     dtype = "int64"
+    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
     _print_name = ("PartialRanking", "\\operatorname{PartialRanking}")
 
     @classmethod
@@ -218,6 +220,8 @@ class PartialRanking(pm.Discrete):
                 )
                 M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
             _check_observed(observed, M)
+            params = [("logits", logits, 2), ("weights", kwargs.get("weights"), 0)]
+            check_observed_batch("PartialRanking", observed, params)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod

@@ -18,10 +18,12 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.distributions._shapes import check_observed_batch
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.huber_law import (
     HUBER_LAW_MAX_M,
+    HuberLawTrialsExceeded,
     _scale_core,
     huber_law_sample,
     huber_law_sample_core,
@@ -50,6 +52,25 @@ __all__ = [
 #: Trials the Huber-Law sampler may spend per logits matrix in one draw call (method="bethe").
 HUBER_LAW_MAX_TRIALS = 1_000_000
 
+#: Default work budget of one Huber-Law draw (method="bethe"): trials x M^2 elementary steps,
+#: about 1-5 s on one core. At M = 200 that is 2,500 trials.
+HUBER_LAW_MAX_WORK = 100_000_000
+
+
+def huber_law_trial_budget(M, max_work=HUBER_LAW_MAX_WORK):
+    """Trials allowed for one draw at size ``M``: ``min(HUBER_LAW_MAX_TRIALS, max_work // M^2)``
+    (at least 1)."""
+    return int(max(1, min(HUBER_LAW_MAX_TRIALS, int(max_work) // max(1, M * M))))
+
+
+_BUDGET_MSG = (
+    "PermutationExpFamily(method='bethe'): the exact Huber-Law sampler used its work budget "
+    "(max_work = trials x M^2) without accepting a draw: the weights are too spread for exact "
+    "sampling at this size. Use swap MCMC instead (pm.sample picks the swap step of "
+    "pm_perm.step_methods for an unobserved PermutationExpFamily; pm_perm.kernels.swap_mcmc for "
+    "draws outside a model), or pass a larger max_work= to PermutationExpFamily.dist"
+)
+
 
 class PermutationExpFamilyRV(RandomVariable):
     """Exact draws of permutations: ``logits`` (..., M, M) -> ``y`` (..., M) int64."""
@@ -60,6 +81,8 @@ class PermutationExpFamilyRV(RandomVariable):
     _print_name = ("PermutationExpFamily", "\\operatorname{PermutationExpFamily}")
     #: tells :mod:`pm_perm.step_methods` that values are permutations (swap-move step method)
     support_is_permutation = True
+    #: non-integer literal values get logp = -inf (see pm_perm.distributions._values)
+    integer_values = True
 
     @classmethod
     def rng_fn(cls, rng, logits, size):
@@ -86,10 +109,21 @@ class PermutationExpFamilyBetheRV(PermutationExpFamilyRV):
 
     name = "permutation_exp_family_bethe"
     _print_name = ("PermutationExpFamily[bethe]", "\\operatorname{PermutationExpFamily_B}")
+    __props__ = (*RandomVariable.__props__, "max_work")
 
-    @classmethod
-    def rng_fn(cls, rng, logits, size):
-        return huber_law_sample(logits, size=size, rng=rng, max_trials=HUBER_LAW_MAX_TRIALS)
+    def __init__(self, *args, max_work=HUBER_LAW_MAX_WORK, **kwargs):
+        if not (np.isfinite(max_work) and max_work >= 1):
+            raise ValueError(f"max_work must be a number >= 1, got {max_work!r}")
+        self.max_work = int(max_work)
+        super().__init__(*args, **kwargs)
+
+    def rng_fn(self, rng, logits, size):
+        M = np.shape(logits)[-1]
+        try:
+            return huber_law_sample(logits, size=size, rng=rng,
+                                    max_trials=huber_law_trial_budget(M, self.max_work))
+        except HuberLawTrialsExceeded as err:
+            raise HuberLawTrialsExceeded(f"{_BUDGET_MSG} ({err})") from None
 
 
 permutation_exp_family_bethe = PermutationExpFamilyBetheRV()
@@ -97,8 +131,10 @@ permutation_exp_family_bethe = PermutationExpFamilyBetheRV()
 
 @numba_core_rv_funcify.register(PermutationExpFamilyBetheRV)
 def _numba_permutation_exp_family_bethe(op, node):
-    max_trials = HUBER_LAW_MAX_TRIALS
+    max_work = op.max_work
+    max_trials_cap = HUBER_LAW_MAX_TRIALS
     max_m = HUBER_LAW_MAX_M
+    budget_msg = _BUDGET_MSG
 
     @numba_basic.numba_njit
     def core_draw(rng, logits):
@@ -110,15 +146,13 @@ def _numba_permutation_exp_family_bethe(op, node):
                 if not (abs(logits[i, j]) <= LOGIT_ABS_MAX or logits[i, j] == -np.inf):
                     raise ValueError("logits contain NaN, +inf or a finite value beyond 1e300")
         A, _ = _scale_core(np.ascontiguousarray(logits), 20)
+        max_trials = max(1, min(max_trials_cap, max_work // max(1, M * M)))
         out, acc, trials, status = huber_law_sample_core(rng, A, 1, max_trials)
         if status != 0:
-            raise RuntimeError(
-                "Huber-Law sampler reached its trial limit: weights too spread for exact "
-                "sampling at this size (use pm_perm.kernels.swap_mcmc)"
-            )
+            raise RuntimeError(budget_msg)
         return out[0]
 
-    return core_draw, _VERSION
+    return core_draw, (_VERSION * 1_000_003 + max_work) % (1 << 62)  # cache key per budget
 
 
 def _check_observed(observed, M):
@@ -194,7 +228,13 @@ class PermutationExpFamily(pm.Discrete):
         about ``0.5 log(2 pi M / e)``; see the large-M guide), O(M^2) per fixed-point sweep, M up
         to 5,000, differentiable, for find_MAP / NUTS on large problems. Its draws are EXACT
         (Huber-Law accept-reject, M <= ``HUBER_LAW_MAX_M``), and raise ``RuntimeError`` when the
-        weights are too spread for the sampler's trial budget.
+        weights are too spread for the sampler's work budget ``max_work``.
+    max_work : int, default ``HUBER_LAW_MAX_WORK`` = 1e8
+        ``method="bethe"`` only: the work budget of one exact Huber-Law draw, in trials x M^2
+        elementary steps (about 1-5 s on one core; 2,500 trials at M = 200, capped at
+        ``HUBER_LAW_MAX_TRIALS`` = 1e6). A draw that needs more raises ``RuntimeError``
+        naming the alternative, swap MCMC (:mod:`pm_perm.step_methods`,
+        :mod:`pm_perm.kernels.swap_mcmc`), instead of running for minutes.
 
     Notes
     -----
@@ -224,8 +264,14 @@ class PermutationExpFamily(pm.Discrete):
     rv_type = PermutationExpFamilyRV
 
     @classmethod
-    def rv_op(cls, logits, *, method="exact", size=None, rng=None, return_next_rng=False):
-        op = permutation_exp_family if method == "exact" else permutation_exp_family_bethe
+    def rv_op(cls, logits, *, method="exact", max_work=HUBER_LAW_MAX_WORK, size=None, rng=None,
+              return_next_rng=False):
+        if method == "exact":
+            op = permutation_exp_family
+        elif max_work == HUBER_LAW_MAX_WORK:
+            op = permutation_exp_family_bethe
+        else:
+            op = PermutationExpFamilyBetheRV(max_work=max_work)
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
         next_rng, rv = op(logits, size=size, rng=rng, return_next_rng=True)
@@ -241,10 +287,11 @@ class PermutationExpFamily(pm.Discrete):
                 )
                 M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
             _check_observed(observed, M)
+            check_observed_batch("PermutationExpFamily", observed, [("logits", logits, 2)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
-    def dist(cls, logits, method="exact", **kwargs):
+    def dist(cls, logits, method="exact", max_work=HUBER_LAW_MAX_WORK, **kwargs):
         if method not in ("exact", "bethe"):
             raise ValueError(
                 f"method={method!r} is not available; use method='exact' (M <= EXACT_MAX_M) "
@@ -260,6 +307,8 @@ class PermutationExpFamily(pm.Discrete):
             raise ValueError(f"logits must be square in the last two dims; got {logits.type.shape}")
         if m0 is not None and method == "exact":
             check_exact_size(m0)  # refuse at once, before any graph is compiled
+        if method == "bethe":
+            kwargs["max_work"] = max_work
         return super().dist([logits], method=method, **kwargs)
 
     def support_point(rv, size, logits):

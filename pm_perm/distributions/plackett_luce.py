@@ -17,6 +17,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.distributions._shapes import check_observed_batch
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
     check_length_probs,
@@ -52,6 +53,7 @@ class PlackettLuceRV(RandomVariable):
     name = "plackett_luce"
     signature = "(m),(),(l)->(m)"
     dtype = "int64"
+    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
     _print_name = ("PlackettLuce", "\\operatorname{PlackettLuce}")
 
     @classmethod
@@ -177,6 +179,8 @@ class PlackettLuce(pm.Discrete):
                                      raise_not_constant=False)
                 M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
             _check_observed(observed, M)
+            params = [("utilities", u, 1), ("weights", kwargs.get("weights"), 0)]
+            check_observed_batch("PlackettLuce", observed, params)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod

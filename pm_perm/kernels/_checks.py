@@ -8,7 +8,8 @@ index it does not guard.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from pm_perm._numba import njit
 
 #: Largest magnitude of a finite logit. The kernels work in log space, so logits far beyond
 #: ``exp``'s range (709) are fine, but sums of M logits must stay finite in float64 (an

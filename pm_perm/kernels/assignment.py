@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from pm_perm._numba import njit
 
 __all__ = ["dual_scaled", "max_weight_assignment_core"]
 

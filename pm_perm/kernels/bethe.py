@@ -47,8 +47,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_square_logits
 from pm_perm.kernels.assignment import dual_scaled
 from pm_perm.kernels.bethe_newton import NEWTON_MAX_M, newton_kkt

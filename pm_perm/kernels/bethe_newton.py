@@ -47,7 +47,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from pm_perm._numba import njit
 
 __all__ = ["NEWTON_MAX_M", "newton_kkt"]
 

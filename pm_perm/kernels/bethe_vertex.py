@@ -51,8 +51,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from pm_perm._numba import njit
 from pm_perm.kernels.assignment import max_weight_assignment_core
 
 __all__ = ["VERTEX_MARGIN", "vertex_certificate"]

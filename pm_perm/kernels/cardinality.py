@@ -41,8 +41,8 @@ import math
 
 import numpy as np
 import scipy.fft
-from numba import njit
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "conditional_covariance_dot_core",
     "log_esp_all_core",
     "sample_conditional_bernoulli_core",
+    "COUNT_PROBS_TOL",
     "sample_nchoosek_core",
     "sample_ordinal_core",
     "constrained_count_table",
@@ -550,9 +551,37 @@ def _draw_categorical(rng, probs):
     return last
 
 
+#: ``count_probs`` rows must sum to 1 within this (the distributions' logp uses the same value).
+COUNT_PROBS_TOL = 1e-6
+
+
+@njit(cache=True)
+def _check_count_probs(theta, count_probs):
+    """The parameter checks of ``NChooseK`` / ``OrdinalNChooseK``'s logp, for their samplers:
+    logits -inf or finite within ``LOGIT_ABS_MAX``; every row of ``count_probs`` (R, D + 1) has
+    D + 1 entries, all >= 0 (no NaN), summing to 1 within ``COUNT_PROBS_TOL``."""
+    if _invalid(theta):
+        raise ValueError("logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)")
+    if count_probs.shape[1] != theta.shape[0] + 1:
+        raise ValueError("count_probs must have D + 1 entries per row (k = 0..D)")
+    for r in range(count_probs.shape[0]):
+        total = 0.0
+        for j in range(count_probs.shape[1]):
+            p = count_probs[r, j]
+            if not (p >= 0.0) or p == np.inf:
+                raise ValueError("count_probs must be non-negative and finite (no NaN)")
+            total += p
+        if not (abs(total - 1.0) < COUNT_PROBS_TOL):
+            raise ValueError("count_probs rows must sum to 1 (within 1e-6): a simplex over k")
+
+
 @njit(cache=True)
 def sample_nchoosek_core(rng, theta, count_probs):
-    """One draw of ``NChooseK``: ``k ~ count_probs`` (D + 1,), then ``y | k`` exactly."""
+    """One draw of ``NChooseK``: ``k ~ count_probs`` (D + 1,), then ``y | k`` exactly.
+
+    Validates its parameters exactly as ``NChooseK``'s logp does (:func:`_check_count_probs`).
+    """
+    _check_count_probs(theta, count_probs.reshape(1, -1))
     k = _draw_categorical(rng, count_probs)
     if k > _n_finite(theta):
         raise ValueError("NChooseK: drew a count larger than the number of finite logits")
@@ -585,10 +614,12 @@ def sample_ordinal_core(rng, theta, count_probs):
     Draws ``k`` from ``prod_r count_probs[r, k_r]`` restricted to ``sum k = D`` (backwards
     through :func:`constrained_count_table`), then for r = R-1 down to 1 picks ``k_r`` of the
     still unlabelled items from the conditional Bernoulli; the rest get label 0. Items with a
-    ``-inf`` logit are never picked at a level >= 1. Raises if no count vector is feasible.
+    ``-inf`` logit are never picked at a level >= 1. Raises if no count vector is feasible, and
+    validates the parameters exactly as ``OrdinalNChooseK``'s logp does (each row a simplex).
     """
     D = theta.shape[0]
     R = count_probs.shape[0]
+    _check_count_probs(theta, count_probs)
     T = constrained_count_table(count_probs)
     if not (T[R - 1, D] > 0.0):
         raise ValueError("count prior puts zero mass on counts that sum to D")

@@ -35,8 +35,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_square_logits
 
 __all__ = [

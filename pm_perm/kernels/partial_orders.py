@@ -43,8 +43,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_square_logits
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels.permanent import (

@@ -35,9 +35,10 @@ import sys
 import threading
 
 import numpy as np
-from numba import carray, njit, objmode, types
+from numba import carray, objmode, types
 from numba.core.types import ExternalFunction
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, finite_or_minus_inf
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 
@@ -80,6 +81,15 @@ def memory_budget() -> int:
         ) from err
 
 
+#: The part of the "beyond the exact limit" message after the numbers (shared by the static
+#: check and the Ops' run-time checks, which see M only when the shape is symbolic).
+EXACT_LIMIT_ADVICE = (
+    " of the subset dynamic program (O(M 2^M) time, 2^M memory). For larger M use an "
+    "approximation: the Bethe approximation (pm_perm.kernels.bethe, method='bethe'), the "
+    "Huber-Law exact sampler (pm_perm.kernels.huber_law) or swap MCMC (pm_perm.kernels.swap_mcmc)."
+)
+
+
 def check_exact_size(M: int) -> None:
     """Raise ``ValueError`` if an exact computation of size ``M`` is beyond the exact limit.
 
@@ -89,12 +99,8 @@ def check_exact_size(M: int) -> None:
         Number of rows (= columns) of the logits.
     """
     if M > EXACT_MAX_M:
-        raise ValueError(
-            f"M = {M} is beyond the exact limit EXACT_MAX_M = {EXACT_MAX_M} of the subset "
-            "dynamic program (O(M 2^M) time, 2^M memory). For larger M use an approximation: "
-            "the Bethe approximation (pm_perm.kernels.bethe, method='bethe'), the Huber-Law "
-            "exact sampler (pm_perm.kernels.huber_law) or swap MCMC (pm_perm.kernels.swap_mcmc)."
-        )
+        raise ValueError(f"M = {M} is beyond the exact limit EXACT_MAX_M = {EXACT_MAX_M}"
+                         + EXACT_LIMIT_ADVICE)
     need = 8 * (1 << M)  # every exact kernel works in one table of 2^M float64
     budget = memory_budget()
     if need > budget:

@@ -31,8 +31,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_float_array
 from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
 

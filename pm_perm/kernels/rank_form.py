@@ -9,7 +9,8 @@ and the data layer; O(M) per order.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from pm_perm._numba import njit
 
 __all__ = ["order_blocks", "order_blocks_work", "validate_orders"]
 

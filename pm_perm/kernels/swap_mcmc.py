@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 from scipy.optimize import linear_sum_assignment
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_square_logits
 
 __all__ = ["swap_mcmc_core", "swap_mcmc_sample", "swap_mcmc_chains"]

@@ -24,7 +24,9 @@ import functools
 from typing import NamedTuple
 
 from llvmlite import binding as ll
-from numba import cfunc, types
+from numba import types
+
+from pm_perm._numba import cfunc
 
 __all__ = ["extern_kernel"]
 
@@ -41,7 +43,7 @@ def extern_kernel(symbol: str, signature, py_func):
 
     @functools.cache
     def ensure():
-        compiled = cfunc(signature, cache=True)(py_func)
+        compiled = cfunc(signature, py_func, cache=True)
         ll.add_symbol(symbol, compiled.address)
         return ExternKernel(compiled, types.ExternalFunction(symbol, signature))
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from numba import njit
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.assignment import max_weight_assignment_core

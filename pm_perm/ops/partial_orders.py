@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from numba import njit
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -36,6 +35,7 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size, partial_orders_core

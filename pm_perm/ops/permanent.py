@@ -35,6 +35,7 @@ from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.permanent import (
+    EXACT_LIMIT_ADVICE,
     EXACT_MAX_M,
     check_exact_size,
     make_op_kernel,
@@ -179,6 +180,8 @@ class LogPermanentAndMarginals(_PermanentOp):
 # compiled once per numba cache, not again inside every PyTensor function that uses the Ops.
 # ``perform`` (PyTensor's Python linker) calls the same compiled kernel through ctypes.
 
+_ADVICE = EXACT_LIMIT_ADVICE
+
 _F64_PTR = types.CPointer(types.float64)
 _kernel = extern_kernel(
     "pm_perm_log_permanent_kernel",
@@ -199,10 +202,15 @@ def _run_kernel(W, marginals):
 
 @numba_basic.numba_njit
 def _checked_m(W, max_m):
-    M = W.shape[0]
-    if W.shape[1] != M or M > max_m:
-        raise ValueError("logits must be square with M within the exact limit (EXACT_MAX_M)")
-    return M
+    """The run-time size check of the numba implementations (symbolic shapes), with the same
+    message as the static check; returns M."""
+    if W.shape[0] != W.shape[1]:
+        raise ValueError("logits must be square (..., M, M); got " + str(W.shape[0]) + " x "
+                         + str(W.shape[1]))
+    if W.shape[0] > max_m:
+        raise ValueError("M = " + str(W.shape[0]) + " is beyond the exact limit EXACT_MAX_M = "
+                         + str(max_m) + _ADVICE)
+    return W.shape[0]
 
 
 # The numba implementations write into the output buffers PyTensor's Blockwise loop hands them

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from numba import njit
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply, Constant, equal_computations
 from pytensor.graph.op import Op
@@ -30,6 +29,7 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
+from pm_perm._numba import njit
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import plackett_luce_core
 from pm_perm.kernels.rank_form import validate_orders

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["linear_scores"]
+__all__ = ["FeatureScaling", "linear_scores"]
 
 
 def linear_scores(ranker, X, draws=False):
@@ -39,3 +39,43 @@ def linear_scores(ranker, X, draws=False):
             "basis.transform(X))"
         )
     return theta @ X.T
+
+
+class FeatureScaling:
+    """Per-feature standardisation fitted on the training features, stored with a ranker.
+
+    ``z = (x - center) / scale`` with ``center`` the training mean and ``scale`` the training
+    standard deviation (1 for a constant feature, and everything the identity when
+    ``standardize=False``). The rankers fit ``theta_std`` on ``z``; the scores
+    ``z @ theta_std = x @ theta - center @ theta`` with ``theta = theta_std / scale`` (the raw
+    coefficients the rankers report as ``theta_``) differ from ``x @ theta`` by one constant,
+    which neither ranking model nor any ranking metric can see. So the likelihood is exactly the
+    same function of the scores; what changes is the prior, ``N(0, sigma^2)`` on each
+    ``theta_std`` (i.e. on ``scale_f * theta_f``), which makes ``prior_sigma`` mean the same
+    thing for every feature whatever its units, and keeps the optimiser well-conditioned when a
+    feature has values like 1e6.
+    """
+
+    def __init__(self, X, standardize=True):
+        X = np.asarray(X, dtype=np.float64)
+        F = X.shape[1]
+        self.center = np.zeros(F)
+        self.scale = np.ones(F)
+        if standardize and X.shape[0]:
+            self.center = X.mean(axis=0)
+            sd = X.std(axis=0)
+            ok = np.isfinite(sd) & (sd > 0) & (sd > 1e-12 * np.maximum(1.0, np.abs(self.center)))
+            self.scale = np.where(ok, sd, 1.0)
+            self.center = np.where(ok, self.center, 0.0)
+
+    def transform(self, X):
+        """``(X - center) / scale``."""
+        return (np.asarray(X, dtype=np.float64) - self.center) / self.scale
+
+    def to_raw(self, theta_std):
+        """Coefficients of the raw features (``theta_std / scale``, along the last axis)."""
+        return np.asarray(theta_std) / self.scale
+
+    def to_std(self, theta):
+        """Inverse of :meth:`to_raw`."""
+        return np.asarray(theta) * self.scale

@@ -22,13 +22,24 @@ of the features (:class:`pm_perm.ranking.features.HingeBasis`, fitted on the tra
 
 from __future__ import annotations
 
-import json
 import sys
 import time
+import warnings
 
 import numpy as np
 
-__all__ = ["add_rank_parser", "fit_and_evaluate", "hinge_splits", "load_splits", "run_rank"]
+__all__ = [
+    "add_rank_parser",
+    "fit_and_evaluate",
+    "hinge_splits",
+    "input_files",
+    "load_splits",
+    "plot_files",
+    "run_rank",
+]
+
+#: exit statuses of ``pm-perm rank``
+EXIT_OK, EXIT_OUTPUT_FAILED, EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 KS = tuple(range(1, 11))
 RIDGE_ALPHAS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
@@ -85,9 +96,16 @@ def add_rank_parser(subparsers):
                      "plot of theta and, for up to 3 test queries of <= 16 documents, the "
                      "posterior predictive probability of each document being in the top 5; "
                      "with --hinge-knots also the posterior shape functions (shapes.png)")
+    out.add_argument("--overwrite", action="store_true", help="replace output files that "
+                     "already exist (an output that is an input file is refused even then)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar for NUTS")
     p.set_defaults(func=run_rank)
     return p
+
+
+def plot_files(with_shapes=False):
+    """Names of the files :func:`save_plots` writes into its folder."""
+    return ["trace.png", "forest.png", "top5.png", *(["shapes.png"] if with_shapes else [])]
 
 
 def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_X=None):
@@ -97,7 +115,8 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_
     features ``train_X``), also ``shapes.png``: the posterior shape functions of the six most
     varying features (:func:`pm_perm.ranking.plots.plot_shape_functions`).
 
-    Returns the list of files written. Top-5 probabilities come from one exact draw of the
+    Returns the list of files written (each atomically, :func:`pm_perm._io.save_figure`).
+    Top-5 probabilities come from one exact draw of the
     whole query's ranking per posterior draw of theta (at most ``max_draws`` draws), from the
     fitted model's own predictive: the matching model for a
     :class:`~pm_perm.ranking.rankmatch.RankMatch`
@@ -112,16 +131,17 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from pm_perm._io import save_figure
     from pm_perm.ranking.predictive import plackett_luce_predictive
     from pm_perm.ranking.rankmatch import RankMatch, ranking_predictive
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     shown = {"feature": list(range(min(8, test.n_features)))}
-    files = [out / "trace.png", out / "forest.png", out / "top5.png"]
-    az.plot_trace_dist(rm.idata_, var_names=["theta"], coords=shown,
-                       backend="matplotlib").savefig(files[0])
-    az.plot_forest(rm.idata_, var_names=["theta"], backend="matplotlib").savefig(files[1])
+    files = [out / name for name in plot_files(basis is not None)]
+    save_figure(az.plot_trace_dist(rm.idata_, var_names=["theta"], coords=shown,
+                                   backend="matplotlib"), files[0])
+    save_figure(az.plot_forest(rm.idata_, var_names=["theta"], backend="matplotlib"), files[1])
     plt.close("all")
     predictive = ranking_predictive if isinstance(rm, RankMatch) else plackett_luce_predictive
     rng = np.random.default_rng(seed)
@@ -136,21 +156,40 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_
         rows = slice(test.group_ptr[q], test.group_ptr[q + 1])
         y = predictive(draws, test.X[rows], rng=rng)
         top5 = (y < 5).mean(axis=0)
-        ax.bar(np.arange(top5.size), top5, color=plt.cm.viridis(test.y[rows] / test.y.max()))
+        ax.bar(np.arange(top5.size), top5,
+               color=plt.cm.viridis(test.y[rows] / max(1, test.y.max())))
         ax.set(title=f"query {test.qids[q]}", ylabel="P(in top 5)", ylim=(0, 1),
                xlabel="document (dark = label 0, yellow = top label)")
     fig.tight_layout()
-    fig.savefig(files[2])
+    save_figure(fig, files[2])
     plt.close(fig)
     if basis is not None:
         from pm_perm.ranking.plots import plot_shape_functions
 
-        files.append(out / "shapes.png")
         fig, _ = plot_shape_functions(basis, rm.theta_draws_, train_X, seed=seed,
                                       title="posterior shape functions (hinge basis)")
-        fig.savefig(files[3])
+        save_figure(fig, files[3])
         plt.close(fig)
     return [str(f) for f in files]
+
+
+def input_files(args):
+    """The input files a run of ``pm-perm rank`` reads (data files and LightGBM group files)."""
+    from pathlib import Path
+
+    if args.mq2008_fold is not None:
+        from pm_perm.ranking.data import _mq2008_folder
+
+        try:
+            base = _mq2008_folder(args.data_root)
+        except FileNotFoundError:
+            return []
+        return [base / f"Fold{k}" / "test.txt" for k in range(1, 6)] + [
+            base / f"Fold{args.mq2008_fold}" / "vali.txt"]
+    files = [Path(f) for f in (args.train or []) + (args.valid or []) + (args.test or [])]
+    if args.format == "lightgbm":
+        files += [Path(f"{f}.query") for f in files if Path(f"{f}.query").exists()]
+    return files
 
 
 def load_splits(args):
@@ -227,6 +266,12 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
             _status("ordinal n-choose-k: fitting MAP")
         rm.fit_map(train, valid)
         result["prior_sigma"] = rm.prior_sigma_
+        result["standardize"] = rm.standardize
+        result["map_fits"] = {
+            str(s): {"success": bool(r.success), "status": int(r.status), "message": str(r.message),
+                     "iterations": int(r.nit), "objective": float(r.fun)}
+            for s, r in rm.map_results_.items()
+        }
         result["lbfgs_memory"] = lbfgs_memory
         if model == "rankmatch":
             result.update(subset_size=subset_size, n_subsets=int(rm.subsets_.docs.shape[0]))
@@ -243,7 +288,10 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
             result["test_interval90"] = {
                 k: [float(x) for x in np.quantile(v, [0.05, 0.95])] for k, v in per_draw.items()
             }
-            result["diagnostics"] = _diagnostics(rm.idata_)
+            from pm_perm._map import sampler_warnings
+
+            result["diagnostics"] = {**_diagnostics(rm.idata_), **rm.diagnostics_}
+            result["warnings"] = sampler_warnings(rm.diagnostics_)
         scores = rm.decision_function(test.X)
         result["ranker"] = rm
         result["theta"] = [float(x) for x in rm.theta_]
@@ -259,42 +307,136 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
 
 
 def run_rank(args):
-    """Entry point of ``pm-perm rank``; returns the exit status."""
+    """Entry point of ``pm-perm rank``; returns the exit status.
+
+    Exit status: 0 success; 1 an output could not be written (the others were); 2 bad input
+    (nothing was fitted or written); 3 the fit failed (optimiser or sampler; nothing written);
+    130 interrupted (Ctrl-C; nothing written). Every output path is checked before any work
+    (:func:`pm_perm._io.check_outputs`) and written atomically.
+    """
+    from pm_perm._io import OutputPathError, check_outputs
+
     try:
         if args.plots and (args.fit != "nuts" or args.model == "ridge"):
             raise ValueError("--plots needs --fit nuts with --model rankmatch or ordinal "
                              "(posterior draws)")
-        train, valid, test = load_splits(args)
-        basis, raw_train_X = None, train.X
-        if args.hinge_knots:
-            train, valid, test, basis = hinge_splits(train, valid, test, args.hinge_knots)
-        result = fit_and_evaluate(
-            train, valid, test, model=args.model, fit=args.fit, subset_size=args.subset_size,
-            subsets_per_doc=args.subsets_per_doc, prior_sigmas=args.prior_sigma,
-            draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed,
-            convention=args.convention, progressbar=not args.no_progress,
-            lbfgs_memory=args.lbfgs_memory,
-        )
-    except (ValueError, FileNotFoundError) as err:
+        inputs = input_files(args)
+        check_outputs({"--json": args.json, "--predictions": args.predictions}, inputs,
+                      overwrite=args.overwrite,
+                      directories={"--plots": (args.plots, plot_files(bool(args.hinge_knots)))})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            train, valid, test = load_splits(args)
+            basis, raw_train_X = None, train.X
+            if args.hinge_knots:
+                train, valid, test, basis = hinge_splits(train, valid, test, args.hinge_knots)
+            result = fit_and_evaluate(
+                train, valid, test, model=args.model, fit=args.fit,
+                subset_size=args.subset_size, subsets_per_doc=args.subsets_per_doc,
+                prior_sigmas=args.prior_sigma, draws=args.draws, tune=args.tune,
+                chains=args.chains, seed=args.seed, convention=args.convention,
+                progressbar=not args.no_progress, lbfgs_memory=args.lbfgs_memory,
+            )
+    except KeyboardInterrupt:
+        print("pm-perm rank: interrupted (Ctrl-C) before the fit finished; nothing was written",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (OutputPathError, ValueError, OSError) as err:
         print(f"pm-perm rank: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
+    except RuntimeError as err:
+        print(f"pm-perm rank: the fit failed, nothing was written: {err}", file=sys.stderr)
+        return EXIT_FIT_FAILED
+    result["warnings"] = _unique([str(w.message).strip() for w in caught] +
+                                 result.get("warnings", []))
+    for w in result["warnings"]:
+        print(f"pm-perm rank: warning: {w}", file=sys.stderr)
     if basis is not None:
         result.update(hinge_knots=args.hinge_knots, n_columns=int(basis.columns_.shape[0]))
+    result["run"] = run_record(args, inputs)
     print(format_table(result))
     if "summary" in result.get("diagnostics", {}):
         print(result["diagnostics"].pop("summary"))
     scores, ranker = result.pop("scores"), result.pop("ranker", None)
+    return _write_outputs(args, result, scores, ranker, test, basis, raw_train_X)
+
+
+def _write_outputs(args, result, scores, ranker, test, basis, raw_train_X):
+    """Write every requested output; one failing does not stop the others (exit status 1)."""
+    from pm_perm._io import atomic_path, to_strict_json, write_text
+
+    failed = []
     if args.plots:
         _status("saving plots")
-        result["plots"] = save_plots(ranker, test, args.plots, seed=args.seed, basis=basis,
-                                     train_X=raw_train_X)
-        print("plots: " + ", ".join(result["plots"]))
+        try:
+            result["plots"] = save_plots(ranker, test, args.plots, seed=args.seed, basis=basis,
+                                         train_X=raw_train_X)
+            print("plots: " + ", ".join(result["plots"]))
+        except Exception as err:  # noqa: BLE001 - reported, the other outputs still written
+            failed.append(f"--plots {args.plots}: {type(err).__name__}: {err}")
     if args.predictions:
-        np.savetxt(args.predictions, scores, fmt="%.10g")
+        try:
+            if not np.all(np.isfinite(scores)):
+                raise ValueError("some test scores are not finite")
+            with atomic_path(args.predictions) as tmp:
+                np.savetxt(tmp, scores, fmt="%.10g")
+        except Exception as err:  # noqa: BLE001
+            failed.append(f"--predictions {args.predictions}: {type(err).__name__}: {err}")
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
-    return 0
+        import json
+
+        try:
+            if failed:
+                result["output_errors"] = list(failed)
+            data, notes = to_strict_json(result)
+            data["warnings"] = data.get("warnings", []) + notes
+            for w in notes:
+                print(f"pm-perm rank: warning: {w}", file=sys.stderr)
+            write_text(args.json, json.dumps(data, indent=2, allow_nan=False) + "\n")
+        except Exception as err:  # noqa: BLE001
+            failed.append(f"--json {args.json}: {type(err).__name__}: {err}")
+    for msg in failed:
+        print(f"pm-perm rank: error: could not write {msg}", file=sys.stderr)
+    return EXIT_OUTPUT_FAILED if failed else EXIT_OK
+
+
+def run_record(args, inputs):
+    """What is needed to reproduce a run: version, command line, settings, input files
+    (path, size, sha256), seed, draws/chains, platform."""
+    import platform
+
+    import pm_perm
+    from pm_perm._io import file_record
+
+    settings = {k: v for k, v in vars(args).items() if k not in ("func",)}
+    return {
+        "pm_perm_version": pm_perm.__version__,
+        "argv": list(sys.argv),
+        "settings": settings,
+        "seed": args.seed,
+        "draws": args.draws if args.fit == "nuts" else None,
+        "tune": args.tune if args.fit == "nuts" else None,
+        "chains": args.chains if args.fit == "nuts" else None,
+        "inputs": [file_record(f) for f in inputs],
+        "python": platform.python_version(),
+        "versions": _library_versions(),
+    }
+
+
+def _library_versions():
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("numpy", "scipy", "pymc", "pytensor", "numba", "arviz"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _unique(items):
+    return list(dict.fromkeys(items))
 
 
 def format_table(result):

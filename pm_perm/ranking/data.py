@@ -423,11 +423,75 @@ def _check_single_doc(single_doc):
         raise ValueError(f"single_doc must be one of {_SINGLE_DOC}, got {single_doc!r}")
 
 
+#: Largest relevance grade: NDCG gains 2^label - 1 (and their sums) must stay finite in float64.
+MAX_LABEL = 100
+
+#: Largest magnitude of a feature value: products and squares (standardisation) stay finite.
+MAX_FEATURE_ABS = 1e100
+
+
+def _check_extremes(f, X, y):
+    """Reject legal-looking but unusable values with the file and line: relevance grades above
+    ``MAX_LABEL``, features beyond ``MAX_FEATURE_ABS``, and feature ids so large that the dense
+    feature matrix would exceed the memory budget (``PM_PERM_MEMORY_BUDGET``, default 2 GiB)."""
+    from pm_perm.kernels.permanent import memory_budget
+
+    if y.size and y.max() > MAX_LABEL:
+        line = _line_number(f, int(np.argmax(y)))
+        raise ValueError(
+            f"{f}:{line}: relevance label {y.max():g} is above the largest grade pm_perm supports, "
+            f"MAX_LABEL = {MAX_LABEL} (NDCG gains 2^label - 1 overflow float64); map the grades "
+            "to 0..K, keeping their order"
+        )
+    if X.nnz:
+        big = np.abs(X.data) > MAX_FEATURE_ABS
+        if big.any():
+            row = int(np.searchsorted(X.indptr, np.flatnonzero(big)[0], side="right") - 1)
+            raise ValueError(
+                f"{f}:{_line_number(f, row)}: a feature value of magnitude "
+                f"{np.abs(X.data[big]).max():.3g} is above {MAX_FEATURE_ABS:g}; rescale that "
+                "feature (e.g. log-transform it)"
+            )
+    need = 8 * X.shape[0] * X.shape[1]
+    if need > memory_budget():
+        col = X.indices.max() if X.nnz else 0
+        row = int(np.searchsorted(X.indptr, int(np.argmax(X.indices)), side="right") - 1)
+        raise ValueError(
+            f"{f}:{_line_number(f, row)}: feature id {col + 1} makes the dense feature matrix "
+            f"{X.shape[0]} x {X.shape[1]} ({need / 2**30:.1f} GiB) exceed the memory budget "
+            f"({memory_budget() / 2**30:.1f} GiB, PM_PERM_MEMORY_BUDGET); renumber the "
+            "features densely (1..n_features)"
+        )
+
+
+def _line_number(path, row):
+    """1-based line of ``path`` holding data row ``row`` (blank and comment lines skipped)."""
+    seen = -1
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if raw.split(b"#", 1)[0].strip():
+                seen += 1
+                if seen == row:
+                    return lineno
+    return "?"
+
+
+def check_data_file(f, what="data file"):
+    """Raise a clear error unless ``f`` is a readable regular file (directory, missing, other)."""
+    f = Path(f)
+    if f.is_dir():
+        raise IsADirectoryError(f"{what} {f} is a directory, not a file: pass the file(s) "
+                                "inside it (e.g. its train.txt)")
+    if not f.exists():
+        raise FileNotFoundError(f"{what} not found: {f}")
+    if not f.is_file():
+        raise ValueError(f"{what} {f} is not a regular file")
+
+
 def _load(files, n_features, zero_based, query_id):
     """Parse all files of a split together; per file ``(X dense, y int64[, qid])``."""
     for f in files:
-        if not f.is_file():
-            raise FileNotFoundError(f"data file not found: {f}")
+        check_data_file(f)
     try:
         flat = load_svmlight_files(
             [str(f) for f in files],
@@ -448,6 +512,7 @@ def _load(files, n_features, zero_based, query_id):
         X, y, *rest = flat[width * i : width * (i + 1)]
         if y.shape[0] == 0:
             raise ValueError(f"{f} holds no data line")
+        _check_extremes(f, X, y)
         X = X.toarray()
         if not (np.all(np.isfinite(X)) and np.all(y >= 0) and np.all(y == np.floor(y))):
             bad = _first_bad_line(f, zero_based, needs_qid=query_id)
@@ -472,6 +537,8 @@ def _groups_from_qids(q, path):
 
 
 def _read_group_sizes(gpath, data_path):
+    if gpath.is_dir():
+        check_data_file(gpath, "group file")
     if not gpath.is_file():
         raise ValueError(
             f"group file {gpath} not found: LightGBM-style data {data_path} needs the number of "

@@ -42,16 +42,16 @@ n-choose-k models for classification and ranking. NIPS 25, sec. 5.2.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm._map import check_lbfgs_memory, map_path
+from pm_perm._map import check_lbfgs_memory, checked_sample, map_path
 from pm_perm._map import laplace_whitening as _laplace_whitening
 from pm_perm.distributions.cardinality import OrdinalNChooseK
-from pm_perm.ranking._scoring import linear_scores
+from pm_perm.ranking._scoring import FeatureScaling, linear_scores
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -117,6 +117,9 @@ def pad_queries(split, *, n_levels=None):
     if not isinstance(split, RankingSplit):
         raise ValueError("split must be a pm_perm.ranking.data.RankingSplit (see read_letor)")
     top = int(split.y.max())
+    if top == int(split.y.min()):
+        raise ValueError(f"every document of the split has label {top}: no query has documents "
+                         "of two different labels; nothing to train on")
     R = top + 1 if n_levels is None else int(n_levels)
     if R < 2 or top >= R:
         raise ValueError(
@@ -210,17 +213,30 @@ class OrdinalRanker:
     lbfgs_memory : int, default 10
         L-BFGS-B memory of :meth:`fit_map`; see :class:`~pm_perm.ranking.rankmatch.RankMatch`
         for its measured effect on MQ2008.
+    standardize : bool, default True
+        Fit on standardised features (training mean and standard deviation, stored as
+        ``scaling_`` and applied to any features at prediction through ``theta_``), so that
+        badly scaled data (a feature value of 1e6) fits; see
+        :class:`~pm_perm.ranking._scoring.FeatureScaling` for what changes (only the prior:
+        ``N(0, sigma^2)`` on the standardised coefficients).
 
     Attributes
     ----------
     theta_ : ndarray, shape (n_features,)
-        MAP estimate, or posterior mean after :meth:`fit_nuts`.
+        MAP estimate, or posterior mean after :meth:`fit_nuts`, as coefficients of the RAW
+        features (scores ``X @ theta_`` equal the standardised scores up to one constant).
+    scaling_ : FeatureScaling
+        The feature standardisation fitted on the training split.
+    diagnostics_ : dict
+        After :meth:`fit_nuts`: ``divergences``, ``max_r_hat``, ``chains``, ``draws``
+        (:func:`pm_perm._map.checked_sample`); empty after :meth:`fit_map`.
     theta_draws_ : ndarray, shape (n_draws, n_features)
         After :meth:`fit_nuts`: all posterior draws (None after :meth:`fit_map`).
     prior_sigma_ : float
         The prior scale used.
     idata_ : DataTree or None
-        ``pm.sample`` result after :meth:`fit_nuts`; None after :meth:`fit_map`.
+        ``pm.sample`` result after :meth:`fit_nuts` (``theta`` there is the STANDARDISED
+        coefficient vector); None after :meth:`fit_map`.
     map_results_ : dict
         After :meth:`fit_map`: prior scale -> ``scipy.optimize.OptimizeResult``.
     padded_ : PaddedQueries
@@ -247,8 +263,10 @@ class OrdinalRanker:
     True
     """
 
-    def __init__(self, n_levels=None, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0), lbfgs_memory=10):
+    def __init__(self, n_levels=None, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0), lbfgs_memory=10,
+                 standardize=True):
         self.n_levels = n_levels
+        self.standardize = bool(standardize)
         self.lbfgs_memory = check_lbfgs_memory(lbfgs_memory)
         self.prior_sigmas = tuple(float(s) for s in prior_sigmas)
         if not self.prior_sigmas or any(not np.isfinite(s) or s <= 0 for s in self.prior_sigmas):
@@ -258,7 +276,11 @@ class OrdinalRanker:
 
     def _build(self, train):
         t0 = time.perf_counter()
-        self.padded_ = pad_queries(train, n_levels=self.n_levels)
+        if not isinstance(train, RankingSplit):
+            raise ValueError("train must be a pm_perm.ranking.data.RankingSplit (see read_letor)")
+        self.scaling_ = FeatureScaling(train.X, self.standardize)
+        self.padded_ = pad_queries(replace(train, X=self.scaling_.transform(train.X)),
+                                   n_levels=self.n_levels)
         self._train = train
         self.model_ = ordinal_model(self.padded_, prior_sigma=self.prior_sigmas[0])
         self.timings_["build"] = time.perf_counter() - t0
@@ -277,13 +299,16 @@ class OrdinalRanker:
         t0 = time.perf_counter()
 
         def score(sigma, theta):
-            self.validation_[sigma] = evaluate_ranking(valid.X @ theta, valid.y,
+            self.validation_[sigma] = evaluate_ranking(self.scaling_.transform(valid.X) @ theta,
+                                                       valid.y,
                                                        valid.group_ptr, ks=(1, 3, 5))
             return self.validation_[sigma]["ndcg@5"]
 
-        self.prior_sigma_, self.theta_, _, self.map_results_ = map_path(
+        self.prior_sigma_, self._theta_std, _, self.map_results_ = map_path(
             self.model_, self.prior_sigmas, None if valid is None else score,
             maxcor=self.lbfgs_memory)
+        self.theta_ = self.scaling_.to_raw(self._theta_std)
+        self.diagnostics_ = {}
         self.idata_ = None
         self.theta_draws_ = None
         self.timings_["map"] = time.perf_counter() - t0
@@ -307,21 +332,22 @@ class OrdinalRanker:
             pm.set_data({"prior_sigma": sigma})
         model = self.model_
         if whiten:
-            if getattr(self, "prior_sigma_", None) == sigma and hasattr(self, "theta_"):
-                loc = self.theta_
+            if getattr(self, "prior_sigma_", None) == sigma and hasattr(self, "_theta_std"):
+                loc = self._theta_std
             else:
-                with self.model_:
-                    fit = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
-                loc = np.asarray(fit.posterior["theta"]).reshape(-1)
+                _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory)
             model = ordinal_model(self.padded_, prior_sigma=sigma,
                                   whitening=laplace_whitening(self.model_, loc))
         self.timings_["whitening"] = time.perf_counter() - t0
-        with model:
-            self.idata_ = pm.sample(draws=draws, tune=tune, chains=chains,
-                                    random_seed=random_seed, progressbar=progressbar, **kwargs)
-        post = np.asarray(self.idata_.posterior["theta"])
+        idata, diagnostics = checked_sample(model, draws=draws, tune=tune, chains=chains,
+                                            random_seed=random_seed, progressbar=progressbar,
+                                            **kwargs)
+        post = np.asarray(idata.posterior["theta"])
+        self.idata_, self.diagnostics_ = idata, diagnostics
         self.prior_sigma_ = sigma
-        self.theta_draws_ = post.reshape(-1, post.shape[-1])
+        draws_std = post.reshape(-1, post.shape[-1])
+        self._theta_std = draws_std.mean(axis=0)
+        self.theta_draws_ = self.scaling_.to_raw(draws_std)
         self.theta_ = self.theta_draws_.mean(axis=0)
         self.timings_["nuts"] = time.perf_counter() - t0
         return self

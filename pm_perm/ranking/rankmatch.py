@@ -55,10 +55,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm._map import check_lbfgs_memory, laplace_whitening, map_path
+from pm_perm._map import check_lbfgs_memory, checked_sample, laplace_whitening, map_path
 from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.ops.permanent import exact_max_m, log_permanent
-from pm_perm.ranking._scoring import linear_scores
+from pm_perm.ranking._scoring import FeatureScaling, linear_scores
 from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
@@ -370,17 +370,30 @@ class RankMatch:
         time per fold -27 % and -14 %) for the same test NDCG to four decimals
         (``benchmarks/bench_ranking.py --lbfgs-memory 10 50``). 10, scipy's default, stays the
         default because the recorded benchmarks use it.
+    standardize : bool, default True
+        Fit on standardised features (training mean and standard deviation, stored as
+        ``scaling_``), so that badly scaled data (a feature value of 1e6) fits; see
+        :class:`~pm_perm.ranking._scoring.FeatureScaling` for what changes (only the prior:
+        ``N(0, sigma^2)`` on the standardised coefficients).
 
     Attributes
     ----------
     theta_ : ndarray, shape (n_features,)
-        After fitting: MAP estimate, or posterior mean after :meth:`fit_nuts`.
+        After fitting: MAP estimate, or posterior mean after :meth:`fit_nuts`, as coefficients
+        of the RAW features (scores ``X @ theta_`` equal the standardised scores up to one
+        constant).
+    scaling_ : FeatureScaling
+        The feature standardisation fitted on the training split.
+    diagnostics_ : dict
+        After :meth:`fit_nuts`: ``divergences``, ``max_r_hat``, ``chains``, ``draws``
+        (:func:`pm_perm._map.checked_sample`); empty after :meth:`fit_map`.
     theta_draws_ : ndarray, shape (n_draws, n_features)
         After :meth:`fit_nuts`: all posterior draws (None after :meth:`fit_map`).
     prior_sigma_ : float
         The prior scale used.
     idata_ : DataTree or None
-        ``pm.sample`` result after :meth:`fit_nuts`; None after :meth:`fit_map`.
+        ``pm.sample`` result after :meth:`fit_nuts` (``theta`` there is the STANDARDISED
+        coefficient vector); None after :meth:`fit_map`.
     map_results_ : dict
         After :meth:`fit_map`: prior scale -> ``scipy.optimize.OptimizeResult``.
     subsets_ : RankMatchSubsets
@@ -393,8 +406,9 @@ class RankMatch:
     """
 
     def __init__(self, M=3, c=None, subsets_per_doc=0.4, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0),
-                 seed=0, lbfgs_memory=10):
+                 seed=0, lbfgs_memory=10, standardize=True):
         self.c = position_weights(M, c)
+        self.standardize = bool(standardize)
         self.M = M
         self.subsets_per_doc = subsets_per_doc
         self.prior_sigmas = tuple(float(s) for s in prior_sigmas)
@@ -410,8 +424,9 @@ class RankMatch:
         self.subsets_ = sample_subsets(
             train, self.M, subsets_per_doc=self.subsets_per_doc, rng=self.seed
         )
-        self._train, self._X = train, train.X
-        self.model_ = rankmatch_model(train.X, self.subsets_, c=self.c,
+        self.scaling_ = FeatureScaling(train.X, self.standardize)
+        self._train, self._X = train, self.scaling_.transform(train.X)
+        self.model_ = rankmatch_model(self._X, self.subsets_, c=self.c,
                                       prior_sigma=self.prior_sigmas[0])
         self.timings_["build"] = time.perf_counter() - t0
 
@@ -430,13 +445,16 @@ class RankMatch:
         t0 = time.perf_counter()
 
         def score(sigma, theta):
-            self.validation_[sigma] = evaluate_ranking(valid.X @ theta, valid.y,
+            self.validation_[sigma] = evaluate_ranking(self.scaling_.transform(valid.X) @ theta,
+                                                       valid.y,
                                                        valid.group_ptr, ks=(1, 3, 5))
             return self.validation_[sigma]["ndcg@5"]
 
-        self.prior_sigma_, self.theta_, _, self.map_results_ = map_path(
+        self.prior_sigma_, self._theta_std, _, self.map_results_ = map_path(
             self.model_, self.prior_sigmas, None if valid is None else score,
             maxcor=self.lbfgs_memory)
+        self.theta_ = self.scaling_.to_raw(self._theta_std)
+        self.diagnostics_ = {}
         self.idata_ = None
         self.theta_draws_ = None
         self.timings_["map"] = time.perf_counter() - t0
@@ -467,24 +485,25 @@ class RankMatch:
             model = rankmatch_model(self._X, self.subsets_, c=self.c, prior_sigma=sigma,
                                     whitening=(loc, L))
         self.timings_["whitening"] = time.perf_counter() - t0
-        with model:
-            self.idata_ = pm.sample(draws=draws, tune=tune, chains=chains,
-                                    random_seed=random_seed, progressbar=progressbar, **kwargs)
-        post = np.asarray(self.idata_.posterior["theta"])
+        idata, diagnostics = checked_sample(model, draws=draws, tune=tune, chains=chains,
+                                            random_seed=random_seed, progressbar=progressbar,
+                                            **kwargs)
+        post = np.asarray(idata.posterior["theta"])
+        self.idata_, self.diagnostics_ = idata, diagnostics
         self.prior_sigma_ = sigma
-        self.theta_draws_ = post.reshape(-1, post.shape[-1])
+        draws_std = post.reshape(-1, post.shape[-1])
+        self._theta_std = draws_std.mean(axis=0)
+        self.theta_draws_ = self.scaling_.to_raw(draws_std)
         self.theta_ = self.theta_draws_.mean(axis=0)
         self.timings_["nuts"] = time.perf_counter() - t0
         return self
 
     def _whitening(self, sigma):
         """(MAP, L) with L L^T the inverse Hessian of -log posterior at the MAP."""
-        if getattr(self, "prior_sigma_", None) == sigma and hasattr(self, "theta_"):
-            loc = self.theta_
+        if getattr(self, "prior_sigma_", None) == sigma and hasattr(self, "_theta_std"):
+            loc = self._theta_std
         else:
-            with self.model_:
-                fit = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
-            loc = np.asarray(fit.posterior["theta"]).reshape(-1)
+            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory)
         return laplace_whitening(self.model_, loc)
 
     def decision_function(self, X, *, draws=False):

@@ -15,8 +15,8 @@ import pm_perm
 from pm_perm import PartialRanking
 from pm_perm.distributions.partial_ranking import PartialRankingRV
 from pm_perm.kernels.partial_orders import partial_order_loglik_and_grad
-from pm_perm.reference.rankings import partial_order_logp_enum
 from pm_perm.reference.permutations import all_permutations
+from pm_perm.reference.rankings import partial_order_logp_enum
 
 ORDERS5 = np.array(
     [[0, 1, 2, 3, 4], [2, 0, -1, 1, -1], [-1, -1, -1, -1, -1], [0, 0, 2, 2, 2], [2, 0, 0, 3, -1],
@@ -72,7 +72,7 @@ def test_batched_logits_one_per_row():
     rng = np.random.default_rng(1)
     W = _logits(rng, 5, batch=(ORDERS5.shape[0],))
     lp = pm.logp(PartialRanking.dist(logits=W), ORDERS5).eval()
-    ref = [partial_order_logp_enum(w, y) for w, y in zip(W, ORDERS5)]
+    ref = [partial_order_logp_enum(w, y) for w, y in zip(W, ORDERS5, strict=True)]
     np.testing.assert_allclose(lp, ref, atol=1e-11)
 
 

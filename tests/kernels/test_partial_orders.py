@@ -14,8 +14,8 @@ from pm_perm.kernels.partial_orders import (
     validate_orders,
 )
 from pm_perm.kernels.permanent import EXACT_MAX_M, log_permanent
-from pm_perm.reference.rankings import consistent_mask, partial_order_logp_enum
 from pm_perm.reference.permutations import all_permutations
+from pm_perm.reference.rankings import consistent_mask, partial_order_logp_enum
 
 
 def random_logits(rng, M, batch=(), scale=2.0, forbid=0.15):
@@ -84,7 +84,7 @@ def enum_grad(W, orders, weights):
         return np.einsum("k,kij->ij", p, onehot)
 
     full = expect(np.ones(perms.shape[0], bool))
-    return sum(w * (expect(consistent_mask(y)) - full) for y, w in zip(orders, weights))
+    return sum(w * (expect(consistent_mask(y)) - full) for y, w in zip(orders, weights, strict=True))
 
 
 @pytest.mark.parametrize("M", range(1, 8))
@@ -189,7 +189,7 @@ def test_large_m_against_block_permanents(M):
     orders = np.concatenate([top_k_orders(rng, M, k, 2) for k in (0, 1, 3, 7, M - 1, M)])
     got = partial_order_loglik(W, orders)
     lz = log_permanent(W)
-    for y, g in zip(orders, got):
+    for y, g in zip(orders, got, strict=True):
         ranked = np.flatnonzero(y >= 0)
         k = ranked.size
         rest = np.flatnonzero(y < 0)

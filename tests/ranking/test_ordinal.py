@@ -174,24 +174,30 @@ def test_fit_map_recovers_direction_and_ranks_well():
 
 
 def test_map_matches_scipy_on_the_enumerated_objective():
-    """The MAP of the tiny model equals a direct optimisation of the enumerated log-posterior."""
+    """The MAP of the tiny model equals a direct optimisation of the enumerated log-posterior;
+    with standardised features (the default) the only change is the prior, N(0, sigma^2) on
+    the standardised coefficients scale * theta."""
     from scipy.optimize import minimize
 
     split = _split([[0, 2, 1, 0], [1, 0, 0, 1, 2], [0, 1, 0]], n_features=2, seed=10)
-    ranker = OrdinalRanker(prior_sigmas=(1.5,)).fit_map(split)
     ptr = split.group_ptr
+    scale = split.X.std(axis=0)
 
-    def neg_log_post(th):
+    def neg_log_post(th, prior_scale):
         s = split.X @ th
         lik = sum(_enumerated_loglik(s[ptr[q]:ptr[q + 1]], split.y[ptr[q]:ptr[q + 1]], 3)
                   for q in range(split.n_queries))
-        return -(lik - 0.5 * np.sum((th / 1.5) ** 2))
+        return -(lik - 0.5 * np.sum((th * prior_scale / 1.5) ** 2))
 
-    ref = minimize(neg_log_post, np.zeros(2), method="BFGS", options={"gtol": 1e-9}).x
-    np.testing.assert_allclose(ranker.theta_, ref, atol=1e-4)
-    # a longer L-BFGS memory reaches the same optimum
-    other = OrdinalRanker(prior_sigmas=(1.5,), lbfgs_memory=50).fit_map(split)
-    np.testing.assert_allclose(other.theta_, ref, atol=1e-4)
+    for standardize, prior_scale in ((False, np.ones(2)), (True, scale)):
+        ranker = OrdinalRanker(prior_sigmas=(1.5,), standardize=standardize).fit_map(split)
+        ref = minimize(neg_log_post, np.zeros(2), args=(prior_scale,), method="BFGS",
+                       options={"gtol": 1e-9}).x
+        np.testing.assert_allclose(ranker.theta_, ref, atol=1e-4)
+        # a longer L-BFGS memory reaches the same optimum
+        other = OrdinalRanker(prior_sigmas=(1.5,), lbfgs_memory=50,
+                              standardize=standardize).fit_map(split)
+        np.testing.assert_allclose(other.theta_, ref, atol=1e-4)
     assert other.map_results_[1.5].success
 
 

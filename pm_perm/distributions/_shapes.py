@@ -1,0 +1,53 @@
+"""Clear errors for observed data whose batch shape does not match the parameters'."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.pytensorf import constant_fold
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Variable
+
+__all__ = ["check_observed_batch"]
+
+
+def _static_shape(x):
+    if x is None:
+        return None
+    if not isinstance(x, Variable):
+        return np.shape(x)
+    shape = constant_fold([pt.as_tensor_variable(x).shape], raise_not_constant=False)[0]
+    if isinstance(shape, np.ndarray) and shape.dtype.kind in "iu":
+        return tuple(int(s) for s in shape)
+    return None
+
+
+def check_observed_batch(dist_name, observed, params):
+    """Raise ``ValueError`` when a parameter's batch shape cannot broadcast to the observed
+    batch shape (PyMC would otherwise fail later with an Elemwise shape error).
+
+    ``params``: list of ``(name, value, core_ndim)``; the observed core has one dimension.
+    Shapes that are only known at run time are not checked.
+    """
+    if isinstance(observed, SharedVariable):
+        observed = observed.get_value(borrow=True)
+    obs_shape = _static_shape(observed)
+    if obs_shape is None or len(obs_shape) < 1:
+        return
+    obs_batch = tuple(obs_shape[:-1])
+    for name, value, core_ndim in params:
+        shape = _static_shape(value)
+        if shape is None or len(shape) < core_ndim:
+            continue
+        batch = tuple(shape[: len(shape) - core_ndim])
+        try:
+            ok = np.broadcast_shapes(obs_batch, batch) == obs_batch
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError(
+                f"{dist_name}: observed has shape {tuple(obs_shape)} (batch shape {obs_batch}) "
+                f"but {name} has shape {tuple(shape)} (batch shape {batch}); expected {name} "
+                f"with a batch shape that broadcasts to {obs_batch}, i.e. one {name} per "
+                "observation or one shared by all"
+            )

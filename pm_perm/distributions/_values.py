@@ -1,0 +1,51 @@
+"""Non-integer values of the integer-valued pm_perm distributions get ``logp = -inf``.
+
+``pm.logp(rv, value)`` converts a literal ``value`` (a list or array, not a PyTensor variable)
+to the random variable's dtype BEFORE any distribution code runs: for our int64 variables
+``[0.4, 1, 2]`` silently becomes ``[0, 1, 2]``, and the log-probability of a different value
+is returned. :func:`install` wraps ``pm.logp`` so that, for the random variables of pm_perm
+(ops with ``integer_values = True``) only, a literal with non-integer (or non-finite)
+entries is passed on as float64 instead; every pm_perm ``logp`` compares values with integers
+exactly, so such a value gets ``-inf``. Integer-valued floats (``[0.0, 1.0, 2.0]``) and every
+other distribution are unaffected. Values inside models are PyTensor variables and never go
+through this conversion.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
+
+__all__ = ["install"]
+
+
+def _ours(rv):
+    owner = getattr(rv, "owner", None)
+    return owner is not None and getattr(owner.op, "integer_values", False)
+
+
+def install():
+    """Wrap ``pymc.logp`` (idempotent)."""
+    import pymc
+    import pymc.logprob
+    import pymc.logprob.basic as basic
+
+    original = basic.logp
+    if getattr(original, "_pm_perm_guard", False):
+        return
+
+    @functools.wraps(original)
+    def logp(rv, value, *args, **kwargs):
+        if not isinstance(value, Variable) and _ours(rv):
+            arr = np.asarray(value)
+            if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr) & (arr == np.round(arr))):
+                value = pt.as_tensor_variable(np.asarray(arr.real, dtype=np.float64))
+        return original(rv, value, *args, **kwargs)
+
+    logp._pm_perm_guard = True
+    for module in (basic, pymc.logprob, pymc):
+        if getattr(module, "logp", None) is original:
+            module.logp = logp

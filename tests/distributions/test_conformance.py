@@ -1,0 +1,157 @@
+"""Every pm_perm distribution: draws refuse exactly the parameters logp refuses, and non-integer
+values get logp = -inf (never the logp of a truncated value). Issue 19, class 5.
+
+Each case is checked on both sampling paths: ``pm.draw`` (PyTensor's numba backend, the
+default) and the Python ``rng_fn`` (other backends)."""
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pymc.logprob.utils import ParameterValueError
+
+from pm_perm import ConditionalBernoulli, NChooseK, OrdinalNChooseK, PermutationExpFamily
+
+W3 = np.zeros((3, 3))
+TH = np.array([0.5, -1.0, 2.0, 0.0])
+NAN_TH = np.array([0.5, np.nan, 2.0, 0.0])
+BIG_TH = np.array([0.5, 1.5e308, 2.0, 0.0])
+INF_TH = np.array([0.5, np.inf, 2.0, 0.0])
+
+
+def _w(i, j, v):
+    W = W3.copy()
+    W[i, j] = v
+    return W
+
+
+INFEASIBLE = np.array([[-np.inf, -np.inf, 0.0], [-np.inf, -np.inf, 0.0], [0.0, 0.0, 0.0]])
+CP = np.array([0.1, 0.2, 0.3, 0.2, 0.2])
+ORD_CP = np.tile(np.array([0.1, 0.2, 0.3, 0.2, 0.2]), (3, 1))
+
+
+def _family(name):
+    """(inputs, rv) with symbolic parameters, so each family compiles once for all cases."""
+    th, W = pt.tensor("th", shape=(4,)), pt.tensor("W", shape=(3, 3))
+    if name == "exact":
+        return [W], PermutationExpFamily.dist(W)
+    if name == "bethe":
+        return [W], PermutationExpFamily.dist(W, method="bethe")
+    if name == "CB":
+        k = pt.lscalar("k")
+        return [th, k], ConditionalBernoulli.dist(th, k)
+    if name == "NChooseK":
+        cp = pt.tensor("cp", shape=(5,))
+        return [th, cp], NChooseK.dist(th, cp)
+    if name == "Ordinal counts":
+        counts = pt.tensor("counts", shape=(3,), dtype="int64")
+        return [th, counts], OrdinalNChooseK.dist(th, counts=counts)
+    cp = pt.tensor("cp", shape=(3, 5))
+    return [th, cp], OrdinalNChooseK.dist(th, count_probs=cp)
+
+
+_COMPILED = {}
+
+
+def _compiled(name):
+    """(draw, logp, params) compiled functions of a family (numba backend, the default)."""
+    if name not in _COMPILED:
+        inputs, rv = _family(name)
+        value = pt.tensor("value", shape=rv.type.shape, dtype="int64")
+        node = rv.owner
+        _COMPILED[name] = (
+            pytensor.function(inputs, rv),
+            pytensor.function([*inputs, value], pm.logp(rv, value)),
+            pytensor.function(inputs, node.op.dist_params(node)),
+            node.op,
+        )
+    return _COMPILED[name]
+
+
+ORD_BAD = np.array([[0.5, 0.5, 0, 0, 0], [1.5, -0.5, 0, 0, 0], [0, 1, 0, 0, 0]])
+
+# (case, family, parameters, a value in the support)
+BAD_PARAMS = [
+    ("exact: NaN logits", "exact", [_w(0, 1, np.nan)], [0, 1, 2]),
+    ("exact: +inf logits", "exact", [_w(0, 1, np.inf)], [0, 1, 2]),
+    ("exact: logit 1.5e308", "exact", [_w(0, 1, 1.5e308)], [0, 1, 2]),
+    ("exact: infeasible", "exact", [INFEASIBLE], [2, 0, 1]),
+    ("bethe: NaN logits", "bethe", [_w(2, 1, np.nan)], [0, 1, 2]),
+    ("bethe: +inf logits", "bethe", [_w(0, 0, np.inf)], [0, 1, 2]),
+    ("bethe: logit -1.5e308", "bethe", [_w(1, 1, -1.5e308)], [0, 1, 2]),
+    ("CB: NaN logits", "CB", [NAN_TH, 2], [1, 0, 1, 0]),
+    ("CB: +inf logits", "CB", [INF_TH, 2], [1, 0, 1, 0]),
+    ("CB: logit 1.5e308", "CB", [BIG_TH, 2], [1, 0, 1, 0]),
+    ("CB: k = -1", "CB", [TH, -1], [0, 0, 0, 0]),
+    ("CB: k = D + 1", "CB", [TH, 5], [1, 1, 1, 1]),
+    ("NChooseK: negative count_probs (the reproducer)", "NChooseK",
+     [TH, np.array([-0.5, 1, 0.5, 0, 0])], [1, 0, 0, 0]),
+    ("NChooseK: count_probs summing to 2.5", "NChooseK", [TH, np.full(5, 0.5)], [1, 0, 0, 0]),
+    ("NChooseK: count_probs summing to 0.5", "NChooseK", [TH, CP / 2], [1, 0, 0, 0]),
+    ("NChooseK: NaN in count_probs", "NChooseK", [TH, np.array([np.nan, 0.5, 0.5, 0, 0])],
+     [1, 0, 0, 0]),
+    ("NChooseK: NaN logits", "NChooseK", [NAN_TH, CP], [1, 0, 0, 0]),
+    ("NChooseK: logit 1.5e308", "NChooseK", [BIG_TH, CP], [1, 0, 0, 0]),
+    ("Ordinal: rows not simplices", "Ordinal count_probs", [TH, ORD_CP * 2], [0, 1, 2, 0]),
+    ("Ordinal: a negative entry", "Ordinal count_probs", [TH, ORD_BAD], [0, 1, 2, 0]),
+    ("Ordinal: NaN count_probs", "Ordinal count_probs", [TH, np.where(ORD_CP > 0.25, np.nan,
+                                                                      ORD_CP)], [0, 1, 2, 0]),
+    ("Ordinal: +inf logits", "Ordinal count_probs", [INF_TH, ORD_CP], [0, 1, 2, 0]),
+    ("Ordinal: counts not summing to D", "Ordinal counts", [TH, np.array([1, 1, 1])],
+     [0, 1, 2, 0]),
+    ("Ordinal: a negative count", "Ordinal counts", [TH, np.array([3, 2, -1])], [0, 1, 0, 0]),
+    ("Ordinal: NaN logits", "Ordinal counts", [NAN_TH, np.array([2, 1, 1])], [0, 1, 2, 0]),
+]
+
+
+@pytest.mark.parametrize("case", BAD_PARAMS, ids=[c[0] for c in BAD_PARAMS])
+def test_draws_refuse_what_logp_refuses(case):
+    _, family, params, value = case
+    draw, logp, dist_params, op = _compiled(family)
+    with pytest.raises(ParameterValueError):
+        logp(*params, np.asarray(value))
+    with pytest.raises(ValueError):  # numba backend (pm.draw's default)
+        draw(*params)
+    with pytest.raises(ValueError):  # the Python rng_fn (other backends)
+        op.rng_fn(np.random.default_rng(1), *dist_params(*params), None)
+
+
+GOOD = [
+    ("exact", lambda: PermutationExpFamily.dist(W3), [0, 1, 2]),
+    ("bethe", lambda: PermutationExpFamily.dist(W3, method="bethe"), [2, 1, 0]),
+    ("ConditionalBernoulli", lambda: ConditionalBernoulli.dist(TH, 2), [1, 0, 1, 0]),
+    ("NChooseK", lambda: NChooseK.dist(TH, CP), [1, 0, 1, 0]),
+    ("OrdinalNChooseK counts", lambda: OrdinalNChooseK.dist(TH, counts=[2, 1, 1]), [0, 1, 2, 0]),
+    ("OrdinalNChooseK count_probs", lambda: OrdinalNChooseK.dist(TH, count_probs=ORD_CP),
+     [0, 1, 2, 0]),
+    ("OrdinalNChooseK n_levels", lambda: OrdinalNChooseK.dist(TH, n_levels=3), [0, 1, 2, 0]),
+]
+
+
+@pytest.mark.parametrize("case", GOOD, ids=[c[0] for c in GOOD])
+def test_non_integer_values_get_minus_inf(case):
+    """Every entry of a value in the support shifted by 0.4, -0.4, 1e-9, NaN or inf."""
+    _, make, value = case
+    rv = make()
+    bad = []
+    for shift in (0.4, -0.4, 1e-9, np.nan, np.inf):
+        for i in range(len(value)):
+            b = np.asarray(value, dtype=float)
+            b[i] += shift
+            bad.append(b)
+    bad = np.array(bad)
+    x = pt.matrix("x")
+    both = pytensor.function([x], [pm.logp(rv, x), pm.logp(rv, bad)])  # variable and literal
+    ok = both(np.asarray([value], dtype=float))[0]
+    assert np.all(np.isfinite(ok))  # integer-valued floats are fine
+    as_variable, as_literal = both(bad)
+    assert np.all(as_variable == -np.inf) and np.all(as_literal == -np.inf)
+    assert pm.logp(rv, [list(bad[0])]).eval() == -np.inf  # a list literal (the reproducer)
+
+
+def test_valid_parameters_still_draw():
+    for _, make, _ in GOOD[:-1]:
+        rv = make()
+        draw = pm.draw(rv, random_seed=3)
+        assert np.isfinite(pm.logp(rv, draw).eval())

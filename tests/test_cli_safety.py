@@ -1,0 +1,120 @@
+"""pm-perm rank never loses data: outputs are checked before any work, inputs are never
+overwritten, existing files need --overwrite, and one failing output does not stop the others.
+Every JSON records what is needed to reproduce the run."""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from pm_perm.cli import main
+from pm_perm.ranking import cli as rank_cli
+
+from .test_cli import _write_letor
+
+
+@pytest.fixture
+def files(tmp_path):
+    return {k: _write_letor(tmp_path / f"{k}.txt", n, seed)
+            for k, n, seed in [("train", 8, 0), ("test", 4, 2)]}
+
+
+def _digest(path):
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def _ridge(files, *extra):
+    return main(["rank", "--train", files["train"], "--test", files["test"], "--model", "ridge",
+                 *extra])
+
+
+@pytest.fixture
+def no_fit(monkeypatch):
+    """Fail the test if a fit starts (the error must come before any work)."""
+    def boom(*a, **k):
+        raise AssertionError("the fit started before the outputs were checked")
+    monkeypatch.setattr(rank_cli, "fit_and_evaluate", boom)
+
+
+@pytest.mark.parametrize("extra", [
+    ["--json", "{train}"],                                    # the reproducer: both inputs
+    ["--json", "{train}", "--predictions", "{test}"],
+    ["--predictions", "{test}", "--overwrite"],               # refused even with --overwrite
+    ["--json", "{dir}/./train.txt", "--overwrite"],
+    ["--json", "{dir}/link.txt", "--overwrite"],              # a symlink to an input
+])
+def test_output_that_is_an_input_is_refused(files, tmp_path, capsys, no_fit, extra):
+    (tmp_path / "link.txt").symlink_to(files["train"])
+    before = {k: _digest(v) for k, v in files.items()}
+    args = [a.format(dir=tmp_path, **files) for a in extra]
+    assert _ridge(files, *args) == 2
+    assert "input file" in capsys.readouterr().err
+    assert {k: _digest(v) for k, v in files.items()} == before
+
+
+def test_existing_output_needs_overwrite(files, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    out.write_text("precious")
+    assert _ridge(files, "--json", str(out)) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert out.read_text() == "precious"
+    assert _ridge(files, "--json", str(out), "--overwrite") == 0
+    assert "test" in json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--json", "/nonexistent-folder/x.json"], "does not exist"),
+    (["--predictions", "{dir}"], "is a directory"),
+    (["--json", "{train}/x.json"], "does not exist"),
+    (["--json", "{dir}/a.txt", "--predictions", "{dir}/a.txt"], "same file"),
+])
+def test_bad_output_paths_fail_before_any_work(files, tmp_path, capsys, no_fit, extra, message):
+    args = [a.format(dir=tmp_path, **files) for a in extra]
+    assert _ridge(files, *args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_plots_folder_checked_before_work(files, tmp_path, capsys, no_fit):
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    (plots / "trace.png").write_text("old")
+    assert main(["rank", "--train", files["train"], "--test", files["test"], "--fit", "nuts",
+                 "--plots", str(plots)]) == 2
+    assert "trace.png already exists" in capsys.readouterr().err
+    assert main(["rank", "--train", files["train"], "--test", files["test"], "--fit", "nuts",
+                 "--plots", files["train"]]) == 2
+    assert "input" in capsys.readouterr().err
+
+
+def test_one_failing_output_does_not_stop_the_others(files, tmp_path, capsys, monkeypatch):
+    out, pred = tmp_path / "out.json", tmp_path / "pred.txt"
+
+    def disk_full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savetxt", disk_full)
+    assert _ridge(files, "--json", str(out), "--predictions", str(pred)) == 1
+    assert "could not write --predictions" in capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert "No space left" in result["output_errors"][0]
+    assert not pred.exists() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "out.json", "test.txt", "train.txt"]  # no temporary file left behind
+
+
+def test_json_records_how_to_reproduce_the_run(files, tmp_path):
+    import pm_perm
+
+    out = tmp_path / "out.json"
+    assert _ridge(files, "--json", str(out), "--seed", "7") == 0
+    run = json.loads(out.read_text())["run"]
+    assert run["pm_perm_version"] == pm_perm.__version__ and run["seed"] == 7
+    assert run["settings"]["model"] == "ridge" and run["settings"]["train"] == [files["train"]]
+    recorded = {r["path"]: r for r in run["inputs"]}
+    for f in files.values():
+        from pathlib import Path
+
+        rec = recorded[str(Path(f).resolve())]
+        assert rec["sha256"] == _digest(f) and rec["size"] == Path(f).stat().st_size
+    assert set(run["versions"]) >= {"pymc", "pytensor", "numba", "numpy", "scipy"}

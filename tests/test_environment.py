@@ -1,0 +1,76 @@
+"""import pm_perm works where nothing can be cached (issue 19, class 8): a read-only package
+folder and no writable HOME. Simulated for any user (root included) by files named
+``__pycache__`` in every package folder and HOME below a regular file, so no cache folder can be
+created."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import pytest
+
+import pm_perm
+from pm_perm import _numba
+
+SNIPPET = (
+    "import numpy as np, pm_perm\n"
+    "from pm_perm.kernels._checks import finite_or_minus_inf\n"
+    "print(pm_perm.__file__, finite_or_minus_inf(np.zeros((2, 2))))\n"
+)
+
+
+@pytest.fixture(scope="module")
+def readonly_copy(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ro")
+    shutil.copytree(Path(pm_perm.__file__).parent, root / "pm_perm",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in [root / "pm_perm", *(p for p in (root / "pm_perm").rglob("*") if p.is_dir())]:
+        (folder / "__pycache__").write_text("")  # numba cannot create its in-tree cache
+    (root / "not-a-folder").write_text("")
+    return root
+
+
+def _run(root, tmp_path, **env):
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "PYTENSOR_FLAGS", "PYTENSORRC")}
+    base.update(PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(tmp_path),
+                HOME=str(root / "not-a-folder" / "home"), **env)
+    return subprocess.run([sys.executable, "-c", SNIPPET], env=base, capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)
+
+
+def test_import_without_any_writable_cache(readonly_copy, tmp_path):
+    out = _run(readonly_copy, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert str(readonly_copy) in out.stdout and out.stdout.strip().endswith("True")
+    assert "cannot cache function" not in out.stderr
+    assert out.stderr.count("NUMBA_CACHE_DIR") == 1  # one warning, naming the fix
+    assert out.stderr.count("PYTENSOR_FLAGS") == 1
+
+
+def test_numba_cache_dir_is_used(readonly_copy, tmp_path):
+    cache = tmp_path / "numba-cache"
+    out = _run(readonly_copy, tmp_path, NUMBA_CACHE_DIR=str(cache),
+               PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pt'}")
+    assert out.returncode == 0, out.stderr
+    assert "NumbaCacheWarning" not in out.stderr
+    assert any(cache.rglob("*.nbi"))  # the kernel was cached there
+
+
+def test_njit_falls_back_once(monkeypatch):
+    real = numba.njit
+
+    def refusing(*args, cache=False, **kwargs):
+        if cache:
+            raise RuntimeError("cannot cache function 'f': no locator available for file 'x'")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_numba.numba, "njit", refusing)
+    monkeypatch.setitem(_numba._state, "cache", True)
+    with pytest.warns(_numba.NumbaCacheWarning, match="NUMBA_CACHE_DIR"):
+        f = _numba.njit(cache=True)(lambda x: x + 1)
+    g = _numba.njit(cache=True)(lambda x: x * 2)  # no second warning (filterwarnings=error)
+    assert f(1) == 2 and g(2) == 4
