@@ -49,6 +49,9 @@ swap_mcmc / PermutationSwapMetropolis (large M)
 
 __version__ = "0.1.0"
 
+import os as _os  # noqa: E402
+from importlib.util import find_spec as _find_spec  # noqa: E402
+
 from pm_perm import step_methods as _step_methods  # noqa: E402,F401  (registers the step)
 from pm_perm.distributions import (  # noqa: E402
     ConditionalBernoulli,
@@ -61,6 +64,11 @@ from pm_perm.distributions.cardinality import nchoosek_marginals, optimal_rankin
 from pm_perm.kernels.matching import max_weight_matching  # noqa: E402
 from pm_perm.kernels.permanent import EXACT_MAX_M  # noqa: E402
 from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain  # noqa: E402
+
+# JAX implementations of every Op (numpyro / blackjax / nutpie's JAX backend), registered with
+# PyTensor's JAX linker when jax is installed; PM_PERM_NO_JAX=1 skips the ~1.5 s import.
+if _find_spec("jax") is not None and _os.environ.get("PM_PERM_NO_JAX") != "1":
+    from pm_perm.jax_backend import dispatch as _jax_dispatch  # noqa: E402,F401
 
 __all__ = [
     "EXACT_MAX_M",
