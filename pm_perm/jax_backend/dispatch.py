@@ -8,14 +8,17 @@ Shapes are static under ``jax.jit``, so size limits are checked when the graph i
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from pytensor.link.jax.dispatch import jax_funcify
 
-from pm_perm.jax_backend import bethe, cardinality, matching, permanent
+from pm_perm.jax_backend import bethe, cardinality, host, matching, permanent
 from pm_perm.ops import bethe as bethe_ops
 from pm_perm.ops import cardinality as card_ops
 from pm_perm.ops import matching as matching_ops
+from pm_perm.ops import partial_orders as po_ops
 from pm_perm.ops import permanent as perm_ops
+from pm_perm.ops import plackett_luce as pl_ops
 
 
 def _check_square(op, W):
@@ -102,3 +105,39 @@ def _jax_max_weight_matching(op, node=None, **kwargs):
         return matching.max_weight_matching(W).astype(jnp.int64)
 
     return max_weight_matching_jax
+
+
+# ----------------------------------------------------------------------------- host callbacks
+
+_po_loglik, _po_sum = host.loglik_fns("partial_orders")
+_pl_loglik, _pl_sum = host.loglik_fns("plackett_luce")
+
+
+@jax_funcify.register(po_ops.PartialOrderLoglik)
+def _jax_partial_order_loglik(op, node=None, **kwargs):
+    return _po_loglik
+
+
+@jax_funcify.register(po_ops.PartialOrderLoglikSumAndGrad)
+def _jax_partial_order_sum_and_grad(op, node=None, **kwargs):
+    return _po_sum
+
+
+@jax_funcify.register(po_ops.PartialOrderLoglikSum)
+def _jax_partial_order_sum(op, node=None, **kwargs):
+    return lambda W, orders, w: _po_sum(W, orders, w)[0]
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglik)
+def _jax_plackett_luce_loglik(op, node=None, **kwargs):
+    return _pl_loglik
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglikVJP)
+def _jax_plackett_luce_vjp(op, node=None, **kwargs):
+    return lambda u, orders, g: jax.vjp(lambda x: _pl_loglik(x, orders), u)[1](g)[0]
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglikSum)
+def _jax_plackett_luce_sum(op, node=None, **kwargs):
+    return _pl_sum

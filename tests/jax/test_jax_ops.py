@@ -157,3 +157,51 @@ def test_max_weight_matching(M):
     Wv = _logits(rng, (3, M, M))
     numba, jx = _both_modes([W], [max_weight_matching(W)], Wv)
     np.testing.assert_array_equal(numba[0], jx[0])
+
+
+def _orders(M):
+    """Rank-form orders of M items: complete, top-2, tied blocks (rows are valid)."""
+    rows = [np.arange(M)[::-1].copy(), np.r_[0, 1, np.full(M - 2, -1)]]
+    tied = np.arange(M)
+    tied[1] = 0  # items 0 and 1 tie for first
+    rows.append(tied)
+    return np.array(rows, dtype=np.int64)
+
+
+@pytest.mark.parametrize("M", [3, 5, 7])
+def test_partial_order_loglik(M):
+    from pm_perm.ops.partial_orders import partial_order_loglik, partial_order_loglik_sum
+
+    rng = np.random.default_rng(300 + M)
+    W = pt.tensor("W", shape=(None, M, M))
+    o = pt.lmatrix("o")
+    c = pt.vector("c")
+    Wv, ov, cv = _logits(rng, (2, M, M), forbid=False), _orders(M), np.array([3.0, 1.0, 2.0])
+    per = partial_order_loglik(W, o)
+    tot = partial_order_loglik_sum(W, o, c)
+    outs = [per, pt.grad(pt.sum(per * np.arange(1.0, 4.0)), W), tot, pt.grad(pt.sum(tot), W),
+            pt.grad(pt.sum(tot), c)]
+    numba, jx = _both_modes([W, o, c], outs, Wv, ov, cv)
+    for a, b in zip(numba, jx, strict=True):
+        _close(a, b)
+    _close(_jax_grad_of_sum([W, o, c], tot, Wv, ov, cv), numba[3])
+
+
+@pytest.mark.parametrize("M", [3, 5, 7])
+def test_plackett_luce_loglik(M):
+    from pm_perm.ops.plackett_luce import plackett_luce_loglik, plackett_luce_loglik_sum
+
+    rng = np.random.default_rng(400 + M)
+    u = pt.matrix("u")
+    o = pt.lmatrix("o")
+    c = pt.vector("c")
+    uv, ov, cv = rng.normal(size=(2, M)), _orders(M), np.array([3.0, 1.0, 2.0])
+    per = plackett_luce_loglik(u, o)
+    tot = plackett_luce_loglik_sum(u, o, c)
+    outs = [per, pt.grad(pt.sum(per * np.arange(1.0, 4.0)), u), tot, pt.grad(pt.sum(tot), u)]
+    numba, jx = _both_modes([u, o, c], outs, uv, ov, cv)
+    for a, b in zip(numba, jx, strict=True):
+        _close(a, b)
+    _close(_jax_grad_of_sum([u, o, c], tot, uv, ov, cv), numba[3])
+    _close(_jax_grad_of_sum([u, o], per, uv, ov),
+           pytensor.function([u, o], pt.grad(pt.sum(per), u))(uv, ov))
