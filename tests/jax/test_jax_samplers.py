@@ -117,11 +117,54 @@ def ordinal_model():
     return m
 
 
+def _split():
+    """A small synthetic LETOR-like split: 8 queries x 6 documents, 3 features, labels 0..2."""
+    from pm_perm.ranking.data import RankingSplit
+
+    rng = np.random.default_rng(7)
+    nq, nd, f = 8, 6, 3
+    X = rng.normal(size=(nq * nd, f))
+    score = X @ np.array([1.0, -0.5, 0.3]) + rng.gumbel(size=nq * nd)
+    y = np.zeros(nq * nd, dtype=np.int64)
+    for q in range(nq):
+        rows = slice(q * nd, (q + 1) * nd)
+        y[rows] = np.searchsorted([2, 4], np.argsort(np.argsort(score[rows])), side="right")
+    return RankingSplit(X, y, np.arange(0, nq * nd + 1, nd), np.arange(nq))
+
+
+def matching_task_model():
+    from pm_perm.matching.model import matching_model
+
+    rng = np.random.default_rng(8)
+    G, M, d = 20, 5, 3
+    x = rng.normal(size=(G, M, M, d))
+    x[:, np.arange(M), np.arange(M), 0] += 1.5
+    y = pm.draw(pm_perm.PermutationExpFamily.dist(logits=x @ np.array([1.0, -0.3, 0.2])),
+                random_seed=rng)
+    return matching_model(x, y)
+
+
+def rankmatch_task_model():
+    from pm_perm.ranking.rankmatch import rankmatch_model, sample_subsets
+
+    split = _split()
+    return rankmatch_model(split.X, sample_subsets(split, 3, rng=np.random.default_rng(9)))
+
+
+def ordinal_task_model():
+    from pm_perm.ranking.ordinal import ordinal_model, pad_queries
+
+    return ordinal_model(pad_queries(_split()))
+
+
 FAST = {"conditional_bernoulli": cb_model, "permutation": perm_model}
 SLOW = {
     "permutation_bethe": lambda: perm_model("bethe"),
     "nchoosek_dirichlet": nchoosek_model,
     "ordinal_nchoosek": ordinal_model,
+    "task_matching": matching_task_model,
+    "task_rankmatch": rankmatch_task_model,
+    "task_ordinal_ranker": ordinal_task_model,
 }
 SAMPLERS = ["numpyro", "blackjax", "nutpie-jax"]
 
