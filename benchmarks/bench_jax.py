@@ -28,6 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_time  # noqa: E402
 
 
+def _blocking(*fns):
+    """Calls that wait for the result (JAX dispatches asynchronously)."""
+    import jax
+
+    return [lambda *a, f=f: jax.block_until_ready(f(*a)) for f in fns]
+
+
 def kernels(max_m):
     import pytensor
     import pytensor.tensor as pt
@@ -44,7 +51,7 @@ def kernels(max_m):
         v = log_permanent(W)
         outs = [v, pt.grad(pt.sum(v), W)]
         Wv = rng.normal(size=shape)
-        fns = [pytensor.function([W], outs), pytensor.function([W], outs, mode="JAX")]
+        fns = _blocking(pytensor.function([W], outs), pytensor.function([W], outs, mode="JAX"))
         reps = 3 if shape[-1] >= 15 else 20
         t = [best_time(lambda f=f: f(Wv), reps) for f in fns]
         print(f"log_perm {label:19s} {t[0]:12.3g} {t[1]:12.3g} {t[1] / t[0]:12.2f}")
@@ -53,7 +60,8 @@ def kernels(max_m):
         v = log_esp(th, k)
         outs = [v, pt.grad(v, th)]
         thv = rng.normal(size=D)
-        fns = [pytensor.function([th, k], outs), pytensor.function([th, k], outs, mode="JAX")]
+        fns = _blocking(pytensor.function([th, k], outs),
+                        pytensor.function([th, k], outs, mode="JAX"))
         t = [best_time(lambda f=f: f(thv, D // 10), 5) for f in fns]
         print(f"log_esp D = {D:<6d} k = {D // 10:<6d} {t[0]:12.3g} {t[1]:12.3g} {t[1] / t[0]:12.2f}")
 

@@ -26,7 +26,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from pm_perm.kernels._checks import LOGIT_ABS_MAX
+from pm_perm.jax_backend._common import valid_logits
 
 __all__ = ["bethe_log_permanent", "bethe_log_permanent_and_marginals",
            "bethe_log_permanent_info"]
@@ -108,7 +108,7 @@ def bethe_log_permanent_info(W, tol=1e-9, max_iter=100_000):
     (no permutation) gives ``-inf`` and zero beliefs.
     """
     W = jax.lax.stop_gradient(W)
-    ok = jnp.all((W == -jnp.inf) | (jnp.abs(W) <= LOGIT_ABS_MAX))
+    ok = valid_logits(W)
     feasible = jnp.all(jnp.any(W > -jnp.inf, axis=0)) & jnp.all(jnp.any(W > -jnp.inf, axis=1))
     W0 = jnp.where(ok & feasible, W, 0.0)
     r, c = _shifts(W0)

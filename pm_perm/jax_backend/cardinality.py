@@ -30,7 +30,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from pm_perm.kernels._checks import LOGIT_ABS_MAX
+from pm_perm.jax_backend._common import valid_logits
 
 __all__ = [
     "conditional_covariance_dot",
@@ -90,7 +90,7 @@ def _log_pmf_at(theta, c, k):
 def log_esp(theta, k):
     """``log e_k(exp theta)`` for logits ``theta`` (D,) and an integer count ``k`` ()."""
     n_fin = jnp.sum(jnp.isfinite(theta))
-    ok = jnp.all((theta == -jnp.inf) | (jnp.abs(theta) <= LOGIT_ABS_MAX))
+    ok = valid_logits(theta)
     feasible = (k >= 0) & (k <= n_fin)
     th = jnp.where(ok, theta, 0.0)
     v = jnp.where(feasible, _log_pmf_at(th, _tilt(th, k), k), -jnp.inf)

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pm_perm.kernels._checks import LOGIT_ABS_MAX
+from pm_perm.jax_backend._common import valid_logits
 
 __all__ = ["log_permanent", "log_permanent_and_marginals", "permutation_marginals"]
 
@@ -49,7 +49,7 @@ def _layers(M: int) -> tuple[np.ndarray, ...]:
 
 
 def _valid(W):
-    return jnp.all((W == -jnp.inf) | (jnp.abs(W) <= LOGIT_ABS_MAX))
+    return valid_logits(W)
 
 
 def _logsumexp_finite(x, axis):
