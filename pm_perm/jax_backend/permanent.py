@@ -9,11 +9,16 @@ layer ``k+1``, still zero, so no mask is needed. The backward table ``g`` and th
 ``P[k, j] = B[k, j] sum_{|T|=k} f[T] g[T + {j}] / perm(B)`` come from the same gathers in
 reverse layer order. Work O(M 2^M) per pass, memory 2^M floats (plus one layer of C(M, k) x M).
 
-Scaling: ``W`` is shifted by row and column log-normalisers (a few Sinkhorn sweeps in log space,
-held constant for differentiation: ``log perm`` moves by exactly the sum of the shifts), so
-every entry of ``B`` is at most 1, each row and column sums to about 1, and the DP adds only
-positive numbers below ``M!``. The dtype of ``W`` is kept: float64 when ``jax_enable_x64`` is on
-(PyTensor's JAX linker turns it on for floatX = float64), float32 otherwise.
+Scaling: as in the numba kernel, ``W`` is shifted by the dual potentials of the max-weight
+assignment (``B = exp(W - r - c) <= 1``, equal to 1 on the best permutation), so the DP adds only
+positive numbers in ``[1, M!]`` whatever the spread of the logits. The duals come from the numba
+Hungarian kernel through ``jax.pure_callback`` (O(M^3) per matrix on the host, the whole batch in
+one call; not differentiated: ``log perm`` moves by exactly the sum of the shifts, so they are
+held constant). Row/column log-normalisers computed in JAX (Sinkhorn) were tried first: at
+logit spreads of hundreds of nats they need thousands of sweeps, and with a fixed number the DP
+underflowed to ``log perm = -inf`` (found by numpyro running away on the demo model). The dtype
+of ``W`` is kept: float64 when ``jax_enable_x64`` is on (PyTensor's JAX linker turns it on for
+floatX = float64), float32 otherwise.
 
 Gradient: :func:`log_permanent` has a ``jax.custom_vjp`` whose backward pass is the DP's own
 (the marginals), so ``jax.grad`` costs about one more pass and no per-layer residuals. ``-inf``
@@ -29,14 +34,13 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numba import njit
 
 from pm_perm.jax_backend._common import valid_logits
+from pm_perm.kernels._checks import finite_or_minus_inf
+from pm_perm.kernels.assignment import max_weight_assignment_core
 
 __all__ = ["log_permanent", "log_permanent_and_marginals", "permutation_marginals"]
-
-#: Sinkhorn sweeps (log space) used to scale ``W`` before the DP; only conditioning depends on it.
-SCALING_SWEEPS = 8
-
 
 @functools.lru_cache(maxsize=None)
 def _layers(M: int) -> tuple[np.ndarray, ...]:
@@ -52,28 +56,35 @@ def _valid(W):
     return valid_logits(W)
 
 
-def _logsumexp_finite(x, axis):
-    """logsumexp along ``axis`` with an all ``-inf`` slice giving 0 (a harmless shift)."""
-    m = jnp.max(x, axis=axis, keepdims=True)
-    m = jnp.where(jnp.isfinite(m), m, 0.0)
-    s = jnp.sum(jnp.exp(x - m), axis=axis, keepdims=True)
-    return jnp.where(s > 0, m + jnp.log(jnp.where(s > 0, s, 1.0)), 0.0)
+@njit(cache=True)
+def _duals_batch(W):
+    """Shifts ``(r, c)`` of each (M, M) matrix of ``W`` (n, M, M): ``W - r - c <= 0``, zero on
+    the max-weight matching; zeros for infeasible or invalid matrices (their output is -inf or
+    NaN anyway)."""
+    n, M = W.shape[0], W.shape[1]
+    r, c = np.zeros((n, M, 1)), np.zeros((n, 1, M))
+    for b in range(n):
+        if not finite_or_minus_inf(W[b]):
+            continue
+        _, u, v, feasible = max_weight_assignment_core(np.ascontiguousarray(W[b]))
+        if feasible:
+            r[b, :, 0], c[b, 0, :] = -u, -v
+    return r, c
+
+
+def _host_duals(W):
+    W = np.asarray(W)
+    batch, M = W.shape[:-2], W.shape[-1]
+    r, c = _duals_batch(np.ascontiguousarray(W.reshape(-1, M, M), dtype=np.float64))
+    return (r.reshape(*batch, M, 1).astype(W.dtype), c.reshape(*batch, 1, M).astype(W.dtype))
 
 
 def _scaled(W):
-    """``(B, shift)``: ``B = exp(W - r - c)`` with entries <= 1 and ``shift = sum r + sum c``."""
+    """Shifts ``(r, c)`` with ``W - r - c <= 0``, 0 on the best permutation (held constant)."""
     W = jax.lax.stop_gradient(W)
-
-    def sweep(_, rc):
-        r = _logsumexp_finite(W - rc[1], axis=1)
-        return r, _logsumexp_finite(W - r, axis=0)
-
-    zeros = (jnp.zeros(W.shape[:1] + (1,), W.dtype), jnp.zeros((1,) + W.shape[1:], W.dtype))
-    r, c = jax.lax.fori_loop(0, SCALING_SWEEPS, sweep, zeros)
-    # make every entry <= 1 exactly (Sinkhorn leaves column sums 1, so this is a tiny correction)
-    c = c + jnp.maximum(jnp.max(jnp.where(jnp.isfinite(W), W - r - c, -jnp.inf), axis=0,
-                                keepdims=True), 0.0)
-    return r, c
+    M = W.shape[-1]
+    out = (jax.ShapeDtypeStruct((M, 1), W.dtype), jax.ShapeDtypeStruct((1, M), W.dtype))
+    return jax.pure_callback(_host_duals, out, W, vmap_method="expand_dims")
 
 
 def _forward(B):
@@ -113,7 +124,7 @@ def _value_from(f, shift, ok):
 
 def _run(W):
     r, c = _scaled(W)
-    B = jnp.exp(W - r - c)
+    B = jnp.exp(jnp.minimum(W - r - c, 0.0))  # rounding can leave tiny positive exponents
     f = _forward(B)
     return B, f, jnp.sum(r) + jnp.sum(c)
 

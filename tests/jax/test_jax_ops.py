@@ -90,6 +90,21 @@ def test_log_permanent_infeasible_and_invalid():
     assert np.isnan(pytensor.function([W], v, mode="JAX")(Wn))
 
 
+def test_log_permanent_spread_logits():
+    """Logits hundreds of nats apart (a sampler's warm-up visits them): no underflow to -inf.
+
+    Regression: a fixed number of Sinkhorn sweeps as scaling gave log perm = -inf here, so the
+    log density was +inf and numpyro ran away on the demo model."""
+    rng = np.random.default_rng(7)
+    W = pt.tensor("W", shape=(None, 8, 8))
+    Wv = rng.normal(size=(4, 8, 8)) * 500.0
+    v = log_permanent(W)
+    numba, jx = _both_modes([W], [v, pt.grad(pt.sum(v), W)], Wv)
+    assert np.all(np.isfinite(jx[0]))
+    _close(numba[0], jx[0])
+    _close(numba[1], jx[1])
+
+
 @pytest.mark.parametrize("D", range(1, 11))
 def test_log_esp_value_and_gradients(D):
     rng = np.random.default_rng(100 + D)
