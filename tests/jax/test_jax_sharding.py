@@ -1,0 +1,63 @@
+"""The data-parallel recipe of pm_perm.jax_backend.sharding on two (virtual) CPU devices.
+
+Runs in a subprocess because the device count must be set (``XLA_FLAGS``) before jax starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+
+SCRIPT = r"""
+import json, numpy as np, jax, pymc as pm
+import pm_perm
+from pm_perm.jax_backend.sharding import model_logp_fn, shard_observations
+
+rng = np.random.default_rng(0)
+G, M, d = 8, 5, 2
+x = rng.normal(size=(G, M, M, d))
+y = np.array([rng.permutation(M) for _ in range(G)])
+k_theta = np.array([0.7, -0.3])
+with pm.Model() as model:
+    xd = pm.Data("x", x)
+    yd = pm.Data("y", y)
+    theta = pm.Normal("theta", 0.0, 1.0, shape=d)
+    pm_perm.PermutationExpFamily("obs", logits=pm_perm.edge_logits(xd, theta), observed=yd)
+logp = model_logp_fn(model, ["x", "y"])
+params = {"theta": k_theta}
+vg = jax.jit(jax.value_and_grad(logp))
+one_v, one_g = vg(params, x, y)                     # one device (unsharded inputs)
+mesh, (xs, ys) = shard_observations(x, y)
+two_v, two_g = vg(params, xs, ys)
+ref = model.compile_logp()({"theta": k_theta})      # the numba path
+print(json.dumps({
+    "devices": len(jax.devices()),
+    "x_devices": len(xs.sharding.device_set),
+    "one": float(one_v), "two": float(two_v), "numba": float(ref),
+    "g_one": np.asarray(one_g["theta"]).tolist(), "g_two": np.asarray(two_g["theta"]).tolist(),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_two_device_sharded_loglik_equals_one_device():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               JAX_PLATFORMS="cpu")
+    root = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", SCRIPT], env=env, cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["devices"] == 2 and res["x_devices"] == 2  # data really split over two devices
+    assert abs(res["two"] - res["one"]) <= 1e-10 * abs(res["one"])
+    assert abs(res["one"] - res["numba"]) <= 1e-10 * abs(res["numba"])
+    for a, b in zip(res["g_one"], res["g_two"], strict=True):
+        assert abs(a - b) <= 1e-10 * max(1.0, abs(a))
