@@ -400,7 +400,7 @@ def relabel_components(idata, family, reference=None):
         axis = da.dims.index("component")
         vals = np.moveaxis(np.asarray(da.values), axis, 2)
         vals = np.take_along_axis(vals, order.reshape(C, D, K, *([1] * (vals.ndim - 3))), axis=2)
-        post[var] = (da.dims, np.moveaxis(vals, 2, axis))
+        post[var] = da.copy(data=np.moveaxis(vals, 2, axis))
     return idata
 
 
@@ -486,7 +486,7 @@ def loo_with_counts(loglik, counts, *, r_eff=1.0):
     lpd_i = logsumexp(ll, axis=0) - np.log(ll.shape[0])
     N = c.sum()
     elpd = float(c @ elpd_i)
-    var = float(c @ (elpd_i - elpd / N) ** 2) * N / (N - 1) if N > 1 else 0.0
+    var = float(c @ (elpd_i - elpd / N) ** 2) / (N - 1) if N > 1 else 0.0  # ddof 1, as az.loo
     return {"elpd": elpd, "se": float(np.sqrt(N * var)), "elpd_per_ballot": elpd / N,
             "p_loo": float(c @ (lpd_i - elpd_i)), "elpd_i": elpd_i,
             "pareto_k": np.asarray(k), "n_ballots": int(N)}
