@@ -407,7 +407,8 @@ def relabel_components(idata, family, reference=None):
 # --- pointwise log-likelihoods, memberships, LOO ------------------------------------------------
 
 def _loglik_fn(family, orders, K):
-    """Compiled ``(params (K, ...), log_weights (K,)) -> (component ll (K, n), mixture ll (n,))``."""
+    """Compiled ``(params (K, ...), log_weights (K,)) -> (component ll (K, n), mixture ll (n,))``
+    (per order), for draws evaluated one at a time."""
     import pytensor
 
     P = pt.tensor("params", shape=(K,) + (None,) * (1 if family == "plackett-luce" else 2))
