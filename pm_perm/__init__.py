@@ -42,6 +42,11 @@ matching
 classification / datasets
     Count-prior classifiers (multi-object ``NChooseK`` with learned p(k | x), expected top-K gain)
     fitted by L-BFGS-B on the PyMC log posterior; embedded-digits generator, Caltech silhouettes.
+plackett_luce / PlackettLuce / rankings
+    Plackett-Luce log-likelihood of top-k and tied rank-form orders (ties: exact probability that
+    a block fills its positions in any order, subset DP O(s 2^s)), O(M) per distinct order, its
+    gradient by one reverse pass, Gumbel-max draws; PrefLib reader/writer and ``RankingData``
+    (orders aggregated with counts) in :mod:`pm_perm.rankings`.
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method is registered in PyMC's
     ``STEP_METHODS`` on import so ``pm.sample`` assigns it to latent permutations.
@@ -55,6 +60,7 @@ from pm_perm.distributions import (  # noqa: E402
     NChooseK,
     OrdinalNChooseK,
     PermutationExpFamily,
+    PlackettLuce,
     edge_logits,
 )
 from pm_perm.distributions.cardinality import nchoosek_marginals, optimal_ranking  # noqa: E402
@@ -68,6 +74,7 @@ __all__ = [
     "NChooseK",
     "OrdinalNChooseK",
     "PermutationExpFamily",
+    "PlackettLuce",
     "edge_logits",
     "expected_topk_gain",
     "log_expected_topk_gain",

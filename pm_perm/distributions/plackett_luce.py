@@ -1,0 +1,233 @@
+"""``PlackettLuce``: the Plackett-Luce distribution over complete, top-k and tied rankings.
+
+Values are rank-form orders; the convention (positions, ``-1`` = unranked, ties sharing the
+smallest position of their block) is stated once, in ``docs/guide/rankings_data.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.distributions.dist_math import check_parameters
+from pymc.distributions.shape_utils import rv_size_is_none
+from pymc.pytensorf import constant_fold
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
+from pytensor.tensor.random.op import RandomVariable
+
+from pm_perm.kernels._version import code_version
+from pm_perm.kernels.plackett_luce import (
+    check_length_probs,
+    sample_plackett_luce,
+    sample_plackett_luce_core,
+)
+from pm_perm.kernels.rank_form import validate_orders
+from pm_perm.ops.plackett_luce import plackett_luce_loglik
+
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
+
+__all__ = ["PlackettLuce", "PlackettLuceRV"]
+
+_WEIGHTS_MSG = "weights must be non-negative integers (ballots per distinct order)"
+_LENGTH_MSG = ("length_probs must have M + 1 non-negative entries summing to 1 (probabilities of "
+               "ranking k = 0..M items)")
+
+
+def _check_weights_np(weights):
+    w = np.asarray(weights, dtype=np.float64)
+    if not np.all(np.isfinite(w)) or (w < 0).any() or not np.all(w == np.round(w)):
+        raise ValueError(f"{_WEIGHTS_MSG}; got {np.asarray(weights).ravel()[:5]}...")
+    return w
+
+
+class PlackettLuceRV(RandomVariable):
+    """Exact PL draws: utilities (..., M), weights (...), length_probs (..., L) -> (..., M) int64.
+
+    ``length_probs`` of length 0 means complete rankings; weights do not affect draws (they
+    multiply the log-probability) but are checked like in ``logp``.
+    """
+
+    name = "plackett_luce"
+    signature = "(m),(),(l)->(m)"
+    dtype = "int64"
+    _print_name = ("PlackettLuce", "\\operatorname{PlackettLuce}")
+
+    @classmethod
+    def rng_fn(cls, rng, utilities, weights, length_probs, size):
+        u = np.asarray(utilities, dtype=np.float64)
+        w = _check_weights_np(weights)
+        lp = np.asarray(length_probs, dtype=np.float64)
+        if size is None:
+            size = np.broadcast_shapes(u.shape[:-1], w.shape, lp.shape[:-1])
+        return sample_plackett_luce(u, size=size, rng=rng,
+                                    length_probs=lp if lp.shape[-1] else None)
+
+
+plackett_luce = PlackettLuceRV()
+
+
+@numba_core_rv_funcify.register(PlackettLuceRV)
+def _numba_plackett_luce(op, node):
+    @numba_basic.numba_njit
+    def core_draw(rng, utilities, weights, length_probs):
+        w = np.float64(weights)
+        if not (w >= 0.0 and w == np.round(w)):
+            raise ValueError("weights must be non-negative integers (ballots per distinct order)")
+        return sample_plackett_luce_core(rng, np.ascontiguousarray(utilities),
+                                         np.ascontiguousarray(length_probs))
+
+    return core_draw, _VERSION
+
+
+def _check_observed(observed, M):
+    """Reject malformed observed orders at model build, naming the first bad row."""
+    if isinstance(observed, SharedVariable):
+        observed = observed.get_value(borrow=True)
+    if observed is None or isinstance(observed, pt.Variable):
+        return
+    arr = np.asarray(observed)
+    if arr.dtype == object:
+        return
+    if arr.ndim == 0:
+        raise ValueError("observed orders must have shape (..., M); got a scalar")
+    if arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise ValueError("observed orders contain NaN; encode an unranked item as -1 (rank form)")
+    m = arr.shape[-1] if M is None else M
+    if arr.shape[-1] != m:
+        raise ValueError(f"observed orders have length {arr.shape[-1]} but there are {m} "
+                         "utilities")
+    validate_orders(arr.reshape(-1, m), m, name="observed")
+
+
+class PlackettLuce(pm.Discrete):
+    r"""Plackett-Luce distribution over rankings, with top-k and tied observations.
+
+    .. math::
+
+        p(\pi \mid u) = \prod_{t=0}^{M-1} \frac{e^{u_{\pi_t}}}{\sum_{s \ge t} e^{u_{\pi_s}}}
+
+    (``pi_t`` = the item at position ``t``). A top-k order has the probability of its first
+    ``k`` factors; a tie block the exact probability that its items fill its positions in any
+    internal order (the sum over those orders).
+
+    ========  ==========================================================
+    Support   rank-form orders (``docs/guide/rankings_data.md``); draws are complete rankings,
+              or top-k ballots when ``length_probs`` is given
+    Mode      items sorted by decreasing utility (with ``length_probs``: the top ``argmax k``)
+    ========  ==========================================================
+
+    Parameters
+    ----------
+    utilities : tensor_like of float, shape (..., M)
+        Finite. Shift-invariant: adding a constant to every utility leaves the distribution
+        unchanged, so give them a prior that fixes the shift (``pm.ZeroSumNormal``) or fix
+        one of them.
+    weights : tensor_like of int, shape (...), optional
+        Non-negative integer counts: ``logp = weights * log p(order)`` (one row per distinct
+        order, ``weights=data.counts``). Draws ignore them.
+    length_probs : tensor_like of float, shape (..., M + 1), optional
+        Probabilities of ranking ``k = 0..M`` items. Given, draws are top-k ballots (draw a
+        complete ranking, keep the first ``k ~ length_probs``) and ``logp`` adds
+        ``log length_probs[k]`` with ``k`` the number of ranked items (a pmf over ballots).
+
+    Notes
+    -----
+    Cost O(M) per order (a tie block of ``s`` items, unless it is the last, O(s 2^s); at most
+    ``TIE_BLOCK_MAX = 20``); the gradient by one reverse pass. Observed orders that are not valid
+    rank form raise ``ValueError`` at model build; values that are invalid at run time get
+    ``-inf``. For a fast summed likelihood with counts use
+    :func:`pm_perm.ops.plackett_luce.plackett_luce_loglik_sum` in a ``pm.Potential``.
+
+    References
+    ----------
+    R. L. Plackett, "The analysis of permutations", Applied Statistics 24, 1975.
+    J. I. Yellott, "The relationship between Luce's choice axiom, Thurstone's theory of
+    comparative judgment, and the double exponential distribution", J. Math. Psych. 15, 1977.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc as pm, pm_perm
+    >>> y = pm_perm.PlackettLuce.dist(utilities=[2.0, 0.0, -2.0])
+    >>> pm.draw(y, random_seed=1).shape
+    (3,)
+    >>> p = float(np.exp(pm.logp(y, [0, -1, -1]).eval()))   # item 0 first
+    >>> round(p, 6), round(float(np.exp(2) / (np.exp(2) + 1 + np.exp(-2))), 6)
+    (0.866813, 0.866813)
+    """
+
+    rv_type = PlackettLuceRV
+
+    @classmethod
+    def rv_op(cls, utilities, weights, length_probs, *, size=None, rng=None,
+              return_next_rng=False):
+        if rng is None:
+            rng = pt.random.shared_rng(seed=None)
+        next_rng, rv = plackett_luce(utilities, weights, length_probs, size=size, rng=rng,
+                                     return_next_rng=True)
+        return (next_rng, rv) if return_next_rng else rv
+
+    def __new__(cls, name, *args, observed=None, **kwargs):
+        if observed is not None:  # before PyMC casts it to int64
+            u = kwargs.get("utilities", args[0] if args else None)
+            M = None
+            if u is not None:
+                (M,) = constant_fold([pt.as_tensor_variable(u).shape[-1]],
+                                     raise_not_constant=False)
+                M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
+            _check_observed(observed, M)
+        return super().__new__(cls, name, *args, observed=observed, **kwargs)
+
+    @classmethod
+    def dist(cls, utilities, weights=None, length_probs=None, **kwargs):
+        utilities = pt.as_tensor_variable(utilities)
+        if utilities.type.ndim < 1:
+            raise ValueError("utilities must have shape (..., M)")
+        utilities = pt.cast(utilities, "float64")
+        if weights is None:
+            weights = pt.constant(1.0, dtype="float64")
+        else:
+            if not isinstance(weights, pt.Variable):
+                _check_weights_np(weights)
+            weights = pt.cast(pt.as_tensor_variable(weights), "float64")
+        if length_probs is None:
+            length_probs = pt.constant(np.zeros(0), dtype="float64")
+        else:
+            M = utilities.type.shape[-1]
+            if not isinstance(length_probs, pt.Variable) and M is not None:
+                check_length_probs(length_probs, M)
+            length_probs = pt.cast(pt.as_tensor_variable(length_probs), "float64")
+        return super().dist([utilities, weights, length_probs], **kwargs)
+
+    def support_point(rv, size, utilities, weights, length_probs):
+        y = pt.argsort(pt.argsort(-utilities, axis=-1), axis=-1)
+        if length_probs.type.shape[-1] != 0:
+            k = pt.argmax(length_probs, axis=-1)
+            y = pt.switch(pt.ge(y, k[..., None]), -1, y)
+        if not rv_size_is_none(size):
+            y = pt.broadcast_to(y, (*size, utilities.shape[-1]))
+        return pt.cast(y, "int64")
+
+    def logp(value, utilities, weights, length_probs):
+        M = utilities.shape[-1]
+        if utilities.type.ndim == 1:
+            ll = plackett_luce_loglik(utilities, value.reshape((-1, M))).reshape(value.shape[:-1])
+        else:  # one order per utilities row
+            ll = plackett_luce_loglik(utilities, value[..., None, :])[..., 0]
+        conditions = [pt.all(pt.isfinite(utilities)),
+                      pt.all(pt.ge(weights, 0) & pt.eq(weights, pt.round(weights)))]
+        msgs = ["utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
+        if length_probs.type.shape[-1] != 0:
+            k = pt.sum(pt.ge(value, 0), axis=-1)
+            pk = pt.sum(length_probs * pt.eq(pt.arange(length_probs.shape[-1]), k[..., None]),
+                        axis=-1)
+            ll = ll + pt.log(pk)
+            conditions.append(pt.eq(length_probs.shape[-1], M + 1)
+                              & pt.all(pt.ge(length_probs, 0))
+                              & pt.all(pt.le(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), 1e-6)))
+            msgs.append(_LENGTH_MSG)
+        lp = pt.switch(pt.eq(weights, 0), 0.0, weights * ll)
+        for cond, msg in zip(conditions, msgs, strict=True):
+            lp = check_parameters(lp, cond, msg=msg)
+        return lp

@@ -1,0 +1,415 @@
+"""Exact likelihood of partial orders (top-k and weak orders with ties) under the permutation
+exponential family, with gradients, by one shared suffix subset table.
+
+Model: ``p(y) = exp(sum_i W[i, y[i]]) / perm(exp W)`` with item ``i`` (row) at position ``y[i]``
+(column). A partial order in rank form (the convention of :class:`pm_perm.PartialRanking`; tied
+items share their block's smallest position, unranked items are ``-1`` and fill the last
+positions) is a sequence of blocks: block ``b`` holds a set of items that fill positions
+``p_b .. p_b + s_b - 1`` in any order. Its probability is a product of block permanents over
+``perm(exp W)``.
+
+Suffix table
+    ``h(U) = sum over bijections of the item set U onto the LAST |U| positions`` of
+    ``prod exp W``: ``h({}) = 1``, ``h(U) = sum_{i in U} exp(W[i, M - |U|]) h(U - {i})``. It is
+    the forward table of :mod:`pm_perm.kernels.permanent` for the matrix with rows = positions
+    from last to first and columns = items, so the same blocked DP fills it, and
+    ``perm(exp W) = h(all items)``. The LAST block of every order (its unranked items, or its
+    last tie block, or its last item) is a suffix set: ``log h(U)``. A middle block of size 1 is
+    one logit; a middle tie block of size ``s >= 2`` is the exact ``log perm`` of its ``s x s``
+    sub-matrix (:func:`pm_perm.kernels.permanent.log_permanent_and_marginals_core`).
+
+Gradient
+    ``d/dW sum_n c_n log p_n``: ``c_n`` on the logits of each strict position, ``c_n`` times the
+    block marginals of each middle tie block, and for the suffix terms one reverse (adjoint)
+    sweep of the table seeded with ``c_n / h(U_n)`` at each order's last block and with
+    ``-sum c_n / h(all)`` at the full set (the gradient of ``log perm``).
+
+Scaling
+    ``W`` is shifted by the dual potentials of its max-weight assignment
+    (:func:`pm_perm.kernels.assignment.max_weight_assignment_core`), so every product is at most 1
+    and ``h(all) >= 1``; the shifts are added back per set. A suffix set whose scaled ``h(U)``
+    is below ``SUFFIX_TINY`` (the order is extremely unlikely under ``W``; ``h`` may have lost
+    precision to underflow) is instead evaluated by its own dual-scaled block permanent, so the
+    result stays exact in log space whatever the spread of the logits.
+
+Cost per logits matrix: O(M 2^M) for the table and the same for the adjoint sweep, independent
+of the number ``n`` of orders; O(M) per order plus O(s 2^s) per middle tie block of size s. Memory:
+two tables of 2^M float64. The exact limit is ``EXACT_MAX_M`` and the memory budget
+(``PM_PERM_MEMORY_BUDGET``) for those two tables: :func:`check_partial_order_size`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from pm_perm.kernels._checks import as_square_logits
+from pm_perm.kernels.assignment import max_weight_assignment_core
+from pm_perm.kernels.permanent import (
+    EXACT_MAX_M,
+    _forward,
+    _padded,
+    _popcount,
+    _workspace,
+    log_permanent_and_marginals_core,
+    memory_budget,
+)
+
+__all__ = [
+    "SUFFIX_TINY",
+    "check_partial_order_size",
+    "keep_top_k",
+    "order_blocks",
+    "partial_order_loglik",
+    "partial_order_loglik_and_grad",
+    "partial_orders_core",
+    "validate_orders",
+]
+
+#: Scaled suffix sums below this are recomputed by their own dual-scaled block permanent.
+SUFFIX_TINY = 1e-200
+
+#: Tables the likelihood keeps at once (the suffix table and its adjoint).
+_TABLES = 2
+
+
+def check_partial_order_size(M: int) -> None:
+    """Raise ``ValueError`` if exact partial-order likelihoods of ``M`` items are beyond the limit.
+
+    The limit is ``EXACT_MAX_M`` items and the memory budget (``PM_PERM_MEMORY_BUDGET``) for two
+    tables of ``2^M`` float64.
+    """
+    alternatives = (
+        "Use the Plackett-Luce model (pm_perm.PlackettLuce, any number of items) or rank fewer "
+        "items (e.g. merge or drop rarely ranked ones)."
+    )
+    if M > EXACT_MAX_M:
+        raise ValueError(
+            f"M = {M} items is beyond the exact limit EXACT_MAX_M = {EXACT_MAX_M} of the "
+            f"partial-order likelihood (O(M 2^M) time, 2^M memory). {alternatives}"
+        )
+    need = _TABLES * 8 * (1 << max(M, 3))
+    budget = memory_budget()
+    if need > budget:
+        raise ValueError(
+            f"the exact partial-order likelihood of M = {M} items needs {need / 2**30:.2f} GiB "
+            f"for its tables, more than the memory budget of {budget / 2**30:.2f} GiB. Raise "
+            f"PM_PERM_MEMORY_BUDGET (bytes) if the machine has the memory. {alternatives}"
+        )
+
+
+# ----------------------------------------------------------------------------- numba cores
+
+
+@njit(cache=True)
+def order_blocks(y, seq, starts, count):
+    """Parse one rank-form order ``y`` (M,) into its blocks.
+
+    Writes the items in position order into ``seq`` (M,) (tied and unranked items in item order)
+    and the first position of each block into ``starts`` (at least M + 1 long); block ``b`` holds
+    ``seq[starts[b]:starts[b + 1]]``. ``count`` (M + 1,) int64 is scratch. Returns the number of
+    blocks, or ``-1`` if ``y`` is not a valid rank-form order (a value outside ``-1..M-1``, or
+    positions that are not "min" ranks).
+    """
+    M = y.shape[0]
+    count[:] = 0  # count[v + 1]: items with value v (v = -1 .. M-1)
+    for i in range(M):
+        v = y[i]
+        if v < -1 or v >= M:
+            return -1
+        count[v + 1] += 1
+    ranked = M - count[0]
+    # the values present must be exactly the block starts 0, s_0, s_0 + s_1, ... < ranked
+    p = 0
+    nb = 0
+    while p < ranked:
+        c = count[p + 1]
+        if c == 0:
+            return -1
+        for v in range(p + 1, p + c):
+            if count[v + 1] != 0:
+                return -1
+        starts[nb] = p
+        nb += 1
+        p += c
+    for v in range(ranked, M):  # no value at or beyond the number of ranked items
+        if count[v + 1] != 0:
+            return -1
+    if count[0] > 0:
+        starts[nb] = ranked
+        nb += 1
+    starts[nb] = M
+    # fill seq (count becomes the next free slot of each value); -1 items after the ranked ones
+    for v in range(M):
+        count[v + 1] = v
+    count[0] = ranked
+    for i in range(M):
+        k = y[i] + 1
+        seq[count[k]] = i
+        count[k] += 1
+    return nb
+
+
+@njit(cache=True)
+def _block_log_perm(W, seq, a, b, weight, grad, want_grad):
+    """``log perm(exp W[items, a:b])`` of the block ``seq[a:b]``; with ``want_grad`` adds
+    ``weight`` times its marginals into ``grad``."""
+    s = b - a
+    sub = np.empty((s, s))
+    for r in range(s):
+        for c in range(s):
+            sub[r, c] = W[seq[a + r], a + c]
+    val, P = log_permanent_and_marginals_core(sub)
+    if want_grad:
+        for r in range(s):
+            for c in range(s):
+                grad[seq[a + r], a + c] += weight * P[r, c]
+    return val
+
+
+@njit(cache=True)
+def partial_orders_core(W, orders, weights, values, grad, want_grad):
+    """Per-order log-likelihoods of ``orders`` under one logits matrix, and the gradient of
+    ``sum_n weights[n] * values[n]``.
+
+    Parameters
+    ----------
+    W : ndarray of float64, shape (M, M)
+        Finite logits or ``-inf`` (validated by the caller), ``M <= EXACT_MAX_M``.
+    orders : ndarray of int64, shape (n, M)
+        Rank-form orders; invalid rows get ``-inf`` and no gradient.
+    weights : ndarray of float64, shape (n,)
+        Any real weights (counts, or a cotangent); rows of weight 0 add no gradient.
+    values : ndarray of float64, shape (n,)
+        Output: ``log p(order n)``.
+    grad : ndarray of float64, shape (M, M)
+        Output (with ``want_grad``): the gradient; left untouched otherwise.
+
+    Returns
+    -------
+    float
+        ``sum_n weights[n] * values[n]`` over the rows of non-zero weight; NaN (and NaN values
+        and gradient) if no permutation has positive weight (``perm(exp W) = 0``).
+    """
+    M = W.shape[0]
+    n = orders.shape[0]
+    _, u, v, feasible = max_weight_assignment_core(W)
+    if not feasible:
+        values[:] = np.nan
+        if want_grad:
+            grad[:, :] = np.nan
+        return np.nan
+    # rows = positions from last to first, columns = items, dual-scaled: Bp[r, i] <= 1
+    Bp = np.zeros((M, M))
+    for i in range(M):
+        for r in range(M):
+            w = W[i, M - 1 - r]
+            if w != -np.inf:
+                Bp[r, i] = math.exp(min(w + u[i] + v[M - 1 - r], 0.0))
+    Bp = _padded(Bp)
+    h = _workspace(max(M, 5))  # a table of 2^max(M, 3) entries, kept per thread for large M
+    _forward(Bp, h)
+    vsuf = np.zeros(M + 1)  # vsuf[s] = sum of v over the last s positions
+    for s in range(1, M + 1):
+        vsuf[s] = vsuf[s - 1] + v[M - s]
+    full = (1 << M) - 1
+    log_z = math.log(h[full]) - u.sum() - vsuf[M]
+    seed = np.zeros(h.shape[0] if want_grad else 0)
+    if want_grad:
+        grad[:, :] = 0.0
+    seq = np.empty(M, dtype=np.int64)
+    starts = np.empty(M + 1, dtype=np.int64)
+    count = np.empty(M + 1, dtype=np.int64)
+    total = 0.0
+    wsum = 0.0
+    for k in range(n):
+        wk = weights[k]
+        gk = want_grad and wk != 0.0
+        nb = order_blocks(orders[k], seq, starts, count)
+        if nb < 0:
+            values[k] = -np.inf
+            if wk != 0.0:
+                total += wk * -np.inf
+            continue
+        lp = 0.0
+        for b in range(nb):
+            a, e = starts[b], starts[b + 1]
+            if e == M:  # last block: a suffix set
+                U = 0
+                ushift = 0.0
+                for t in range(a, M):
+                    U |= 1 << seq[t]
+                    ushift += u[seq[t]]
+                hu = h[U]
+                if hu >= SUFFIX_TINY:
+                    lp += math.log(hu) - ushift - vsuf[M - a]
+                    if gk:
+                        seed[U] += wk / hu
+                else:
+                    lp += _block_log_perm(W, seq, a, e, wk, grad, gk)
+            elif e - a == 1:
+                lp += W[seq[a], a]
+                if gk:
+                    grad[seq[a], a] += wk
+            else:
+                lp += _block_log_perm(W, seq, a, e, wk, grad, gk)
+        values[k] = lp - log_z
+        if wk != 0.0:
+            total += wk * values[k]
+            wsum += wk
+    if want_grad:
+        seed[full] -= wsum / h[full]
+        _suffix_adjoint(Bp, h, seed, grad, M)
+    return total
+
+
+@njit(cache=True, fastmath=True)
+def _suffix_adjoint(Bp, h, a, grad, M):
+    """Reverse sweep of the suffix table: with ``a[U]`` seeded by ``d out / d h(U)``, add
+    ``d out / d W`` into ``grad``; ``a`` is overwritten. ``h`` and ``Bp`` hold finite
+    non-negative numbers (fastmath is safe)."""
+    G = np.zeros((M, M))  # G[r, i]: d out / d log Bp[r, i]
+    for S in range((1 << M) - 1, 0, -1):
+        x = a[S]
+        if x == 0.0:
+            continue
+        r = _popcount(S) - 1
+        row = Bp[r]
+        g = G[r]
+        s = S
+        while s:
+            low = s & (-s)
+            i = _popcount(low - 1)
+            t = x * row[i]
+            g[i] += t * h[S ^ low]
+            a[S ^ low] += t
+            s ^= low
+    for i in range(M):
+        for r in range(M):
+            grad[i, M - 1 - r] += G[r, i]
+
+
+@njit(cache=True)
+def _batch(W, orders, weights, want_grad):
+    nb, M = W.shape[0], W.shape[1]
+    values = np.empty((nb, orders.shape[0]))
+    totals = np.empty(nb)
+    grad = np.zeros((nb, M, M))
+    for b in range(nb):
+        totals[b] = partial_orders_core(W[b], orders, weights, values[b], grad[b], want_grad)
+    return values, totals, grad
+
+
+@njit(cache=True)
+def _first_invalid(orders):
+    """Index of the first row of ``orders`` (n, M) that is not a valid rank-form order, or -1."""
+    M = orders.shape[1]
+    seq = np.empty(M, dtype=np.int64)
+    starts = np.empty(M + 1, dtype=np.int64)
+    count = np.empty(M + 1, dtype=np.int64)
+    for k in range(orders.shape[0]):
+        if order_blocks(orders[k], seq, starts, count) < 0:
+            return k
+    return -1
+
+
+@njit(cache=True)
+def keep_top_k(y, k):
+    """Rank form of the top ``k`` of the complete order ``y`` (in place): positions ``>= k``
+    become ``-1``."""
+    for i in range(y.shape[0]):
+        if y[i] >= k:
+            y[i] = -1
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def validate_orders(orders, M, name="orders"):
+    """Return ``orders`` as a C-contiguous int64 array (n, M) of valid rank-form orders.
+
+    Raises ``ValueError`` naming the first invalid row and why (see :class:`pm_perm.PartialRanking`
+    for the convention).
+    """
+    arr = np.asarray(orders)
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise ValueError(f"{name} must be integers (rank form, -1 = unranked); got non-integer "
+                             "or non-finite floats")
+    elif arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integers (rank form, -1 = unranked); got {arr.dtype}")
+    if arr.ndim != 2 or arr.shape[1] != M:
+        raise ValueError(f"{name} must have shape (n, {M}) (one rank-form row per order); got "
+                         f"shape {arr.shape}")
+    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    k = _first_invalid(arr)
+    if k >= 0:
+        raise ValueError(
+            f"{name}[{k}] = {arr[k].tolist()} is not a valid rank-form order: item i holds its "
+            "position (0 = first), tied items the smallest position of their block with the "
+            "next block starting right after it, unranked items -1 (after all ranked ones)"
+        )
+    return arr
+
+
+def _prepare(W, orders):
+    arr = as_square_logits(W)
+    M = arr.shape[-1]
+    check_partial_order_size(M)
+    return arr, validate_orders(orders, M)
+
+
+def partial_order_loglik(W, orders):
+    """Exact ``log p(order)`` of each rank-form order, batched over the logits.
+
+    Parameters
+    ----------
+    W : array_like of float, shape (..., M, M)
+        Logits, rows = items, columns = positions; ``-inf`` forbids an item at a position.
+    orders : array_like of int, shape (n, M)
+        Rank-form orders (see :class:`pm_perm.PartialRanking`).
+
+    Returns
+    -------
+    ndarray of float64, shape (..., n)
+        NaN for a matrix under which no permutation has positive probability.
+
+    Notes
+    -----
+    O(M 2^M + n M) per matrix plus O(s 2^s) per middle tie block of size s; two tables of 2^M
+    float64. Raises ``ValueError`` beyond the exact limit (:func:`check_partial_order_size`).
+    """
+    arr, orders = _prepare(W, orders)
+    flat = arr.reshape((-1,) + arr.shape[-2:])
+    values, _, _ = _batch(flat, orders, np.ones(orders.shape[0]), False)
+    return values.reshape(arr.shape[:-2] + (orders.shape[0],))
+
+
+def partial_order_loglik_and_grad(W, orders, weights):
+    """``sum_n weights[n] log p(order n)`` and its gradient with respect to ``W``, batched.
+
+    Parameters
+    ----------
+    W : array_like of float, shape (..., M, M)
+    orders : array_like of int, shape (n, M)
+    weights : array_like of float, shape (n,)
+        E.g. the count of each distinct order.
+
+    Returns
+    -------
+    total : ndarray of float64, shape (...)
+    grad : ndarray of float64, shape (..., M, M)
+
+    Notes
+    -----
+    One suffix table and one adjoint sweep per matrix, O(M 2^M), whatever ``n``.
+    """
+    arr, orders = _prepare(W, orders)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    if weights.shape != (orders.shape[0],):
+        raise ValueError(f"weights must have shape ({orders.shape[0]},); got {weights.shape}")
+    flat = arr.reshape((-1,) + arr.shape[-2:])
+    _, totals, grad = _batch(flat, orders, weights, True)
+    return totals.reshape(arr.shape[:-2]), grad.reshape(arr.shape)

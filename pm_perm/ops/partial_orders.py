@@ -1,0 +1,339 @@
+"""PyTensor Ops for the exact likelihood of partial orders (top-k, ties) under the permutation
+exponential family; kernels in :mod:`pm_perm.kernels.partial_orders`.
+
+* ``partial_order_loglik(logits, orders)``: ``(..., M, M), (n, M) -> (..., n)``, ``log p`` of
+  each rank-form order (convention: :class:`pm_perm.PartialRanking`).
+* ``partial_order_loglik_sum(logits, orders, counts)``: ``-> (...)``,
+  ``sum_n counts[n] log p(order n)``. Its value and gradient come from ONE Op run (one suffix
+  table and one adjoint sweep, O(M 2^M) whatever ``n``); a graph that needs only the value gets
+  the value-only Op (rewrite ``local_partial_order_sum_value_only``).
+
+Core Ops are wrapped in ``Blockwise`` (batch dimensions of the logits, e.g. the K components of a
+mixture) and have numba implementations. Orders are integer data: rows that are not valid rank
+form get ``-inf``. NaN, ``+inf`` or finite logits beyond 1e300 give NaN outputs, as do logits
+under which no permutation has positive probability (``perm(exp W) = 0``); ``-inf`` logits are
+forbidden (item, position) pairs. M beyond the exact limit (:func:`partial_order_max_m`, fixed
+when the graph is built) raises ``ValueError`` naming the alternatives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from numba import njit
+from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.rewriting.basic import register_specialize
+
+from pm_perm.kernels._checks import finite_or_minus_inf
+from pm_perm.kernels._version import code_version
+from pm_perm.kernels.partial_orders import check_partial_order_size, partial_orders_core
+from pm_perm.kernels.permanent import EXACT_MAX_M
+
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
+
+__all__ = [
+    "PartialOrderLoglik",
+    "PartialOrderLoglikSum",
+    "PartialOrderLoglikSumAndGrad",
+    "partial_order_loglik",
+    "partial_order_loglik_sum",
+    "partial_order_max_m",
+]
+
+
+def partial_order_max_m() -> int:
+    """Largest M the partial-order Ops accept now (``EXACT_MAX_M`` capped by the memory budget)."""
+    m = EXACT_MAX_M
+    while m > 1:
+        try:
+            check_partial_order_size(m)
+            return m
+        except ValueError:
+            m -= 1
+    return m
+
+
+def _core_inputs(W, orders, weights, max_m):
+    W = pt.as_tensor_variable(W)
+    orders = pt.as_tensor_variable(orders)
+    if W.type.ndim != 2 or orders.type.ndim != 2:
+        raise TypeError("core Op expects logits (M, M) and orders (n, M)")
+    if W.type.dtype not in pt.type.float_dtypes:
+        raise TypeError(f"logits must be floating point; got dtype {W.type.dtype}")
+    if orders.type.dtype not in pt.type.int_dtypes:
+        raise TypeError(f"orders must be integers (rank form); got dtype {orders.type.dtype}")
+    m0, m1 = W.type.shape
+    if m0 is not None and m1 is not None and m0 != m1:
+        raise ValueError(f"logits must be square (M, M); got static shape {W.type.shape}")
+    for m in (m0, m1):
+        if m is not None and m > max_m:
+            check_partial_order_size(m)  # raises, naming the limit and the alternatives
+            raise ValueError(f"M = {m} is beyond the exact limit {max_m} fixed for this graph")
+    inputs = [pt.cast(W, "float64"), pt.cast(orders, "int64")]
+    if weights is not None:
+        weights = pt.as_tensor_variable(weights)
+        if weights.type.ndim != 1:
+            raise TypeError("counts / weights must be a vector (n,)")
+        inputs.append(pt.cast(weights, "float64"))
+    return inputs
+
+
+class _PartialOrderOp(Op):
+    """Shared construction: ``max_m`` is part of the props (and so of the numba cache key)."""
+
+    __props__ = ("max_m",)
+
+    def __init__(self, max_m=None):
+        self.max_m = int(partial_order_max_m() if max_m is None else max_m)
+
+    def _check_runtime(self, W, orders, weights=None):
+        M = W.shape[-1]
+        if W.shape[-2] != M:
+            raise ValueError(f"logits must be square (M, M); got shape {W.shape}")
+        if M > self.max_m:
+            check_partial_order_size(M)
+            raise ValueError(f"M = {M} is beyond the exact limit {self.max_m}")
+        if orders.shape[-1] != M:
+            raise ValueError(f"orders have {orders.shape[-1]} columns but the logits are {M} x {M}")
+        if weights is not None and weights.shape[-1] != orders.shape[0]:
+            raise ValueError(f"{weights.shape[-1]} counts for {orders.shape[0]} orders")
+
+
+class PartialOrderLoglik(_PartialOrderOp):
+    """Core Op: per-order ``log p`` for logits (M, M) and orders (n, M) -> (n,)."""
+
+    gufunc_signature = "(m,m),(n,m)->(n)"
+
+    def make_node(self, W, orders):
+        W, orders = _core_inputs(W, orders, None, self.max_m)
+        out = pt.tensor(dtype="float64", shape=(orders.type.shape[0],))
+        return Apply(self, [W, orders], [out])
+
+    def perform(self, node, inputs, output_storage):
+        W, orders = inputs
+        self._check_runtime(W, orders)
+        output_storage[0][0] = _values(np.ascontiguousarray(W), np.ascontiguousarray(orders))
+
+    def infer_shape(self, node, input_shapes):
+        return [(input_shapes[1][0],)]
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        W, orders = inputs
+        (g,) = cotangents
+        return [_sum_and_grad(W, orders, g)[1], disconnected_type()]
+
+
+class PartialOrderLoglikSumAndGrad(_PartialOrderOp):
+    """Core Op: ``(sum_n w_n log p_n (), its gradient (M, M))`` for logits (M, M), orders (n, M)
+    and weights (n,), from one suffix table and one adjoint sweep."""
+
+    gufunc_signature = "(m,m),(n,m),(n)->(),(m,m)"
+
+    def make_node(self, W, orders, weights):
+        inputs = _core_inputs(W, orders, weights, self.max_m)
+        outs = [pt.tensor(dtype="float64", shape=()),
+                pt.tensor(dtype="float64", shape=inputs[0].type.shape)]
+        return Apply(self, inputs, outs)
+
+    def perform(self, node, inputs, output_storage):
+        W, orders, weights = inputs
+        self._check_runtime(W, orders, weights)
+        total, grad = _sum_grad(np.ascontiguousarray(W), np.ascontiguousarray(orders),
+                                np.ascontiguousarray(weights))
+        output_storage[0][0] = np.asarray(total, dtype=np.float64)
+        output_storage[1][0] = grad
+
+    def infer_shape(self, node, input_shapes):
+        return [(), input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True, True], [False, False], [True, True]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        W, orders, weights = inputs
+        g_v, g_grad = cotangents
+        if not isinstance(g_grad.type, DisconnectedType):
+            return [grad_not_implemented(self, 0, W, "second derivatives of the loglik"),
+                    disconnected_type(),
+                    grad_not_implemented(self, 2, weights, "derivative of the gradient")]
+        if isinstance(g_v.type, DisconnectedType):
+            return [pt.zeros_like(W), disconnected_type(), pt.zeros_like(weights)]
+        return [g_v[..., None, None] * outputs[1], disconnected_type(),
+                g_v[..., None] * _loglik(W, orders)]
+
+
+class PartialOrderLoglikSum(_PartialOrderOp):
+    """Value only, ``sum_n w_n log p_n`` (): what the rewrite below uses when no compiled output
+    needs the gradient. Its pullback is the gradient output of the two-output Op."""
+
+    gufunc_signature = "(m,m),(n,m),(n)->()"
+
+    def make_node(self, W, orders, weights):
+        inputs = _core_inputs(W, orders, weights, self.max_m)
+        return Apply(self, inputs, [pt.tensor(dtype="float64", shape=())])
+
+    def perform(self, node, inputs, output_storage):
+        W, orders, weights = inputs
+        self._check_runtime(W, orders, weights)
+        total = _sum_value(np.ascontiguousarray(W), np.ascontiguousarray(orders),
+                           np.ascontiguousarray(weights))
+        output_storage[0][0] = np.asarray(total, dtype=np.float64)
+
+    def infer_shape(self, node, input_shapes):
+        return [()]
+
+    def connection_pattern(self, node):
+        return [[True], [False], [True]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        W, orders, weights = inputs
+        (g,) = cotangents
+        return [g[..., None, None] * _sum_and_grad(W, orders, weights)[1], disconnected_type(),
+                g[..., None] * _loglik(W, orders)]
+
+
+_loglik = Blockwise(PartialOrderLoglik())
+_sum_and_grad = Blockwise(PartialOrderLoglikSumAndGrad())
+_sum_value = Blockwise(PartialOrderLoglikSum())
+
+
+# ----------------------------------------------------------------------------- kernels used by
+# perform and by the numba implementations (NaN / +inf logits in -> NaN out)
+
+
+@njit(cache=True)
+def _values(W, orders):
+    n = orders.shape[0]
+    values = np.empty(n)
+    if not finite_or_minus_inf(W):
+        values[:] = np.nan
+        return values
+    partial_orders_core(W, orders, np.zeros(n), values, np.empty((0, 0)), False)
+    return values
+
+
+@njit(cache=True)
+def _sum_grad(W, orders, weights):
+    M = W.shape[0]
+    grad = np.empty((M, M))
+    if not finite_or_minus_inf(W):
+        grad[:, :] = np.nan
+        return np.nan, grad
+    values = np.empty(orders.shape[0])
+    return partial_orders_core(W, orders, weights, values, grad, True), grad
+
+
+@njit(cache=True)
+def _sum_value(W, orders, weights):
+    if not finite_or_minus_inf(W):
+        return np.nan
+    values = np.empty(orders.shape[0])
+    return partial_orders_core(W, orders, weights, values, np.empty((0, 0)), False)
+
+
+@njit(cache=True)
+def _check_shapes(W, orders, max_m):
+    M = W.shape[0]
+    if W.shape[1] != M or M > max_m or orders.shape[1] != M:
+        raise ValueError(
+            "logits must be square (M, M) with M within the exact limit, and orders (n, M)"
+        )
+
+
+@register_funcify_default_op_cache_key(PartialOrderLoglik)
+def _numba_partial_order_loglik(op, node, **kwargs):
+    max_m = op.max_m
+
+    @numba_basic.numba_njit
+    def partial_order_loglik_numba(W, orders):
+        _check_shapes(W, orders, max_m)
+        return _values(np.ascontiguousarray(W), np.ascontiguousarray(orders))
+
+    return partial_order_loglik_numba, _VERSION
+
+
+@register_funcify_default_op_cache_key(PartialOrderLoglikSumAndGrad)
+def _numba_partial_order_loglik_sum_and_grad(op, node, **kwargs):
+    max_m = op.max_m
+
+    @numba_basic.numba_njit
+    def partial_order_loglik_sum_and_grad_numba(W, orders, weights):
+        _check_shapes(W, orders, max_m)
+        if weights.shape[0] != orders.shape[0]:
+            raise ValueError("counts must have one entry per order")
+        total, grad = _sum_grad(np.ascontiguousarray(W), np.ascontiguousarray(orders),
+                                np.ascontiguousarray(weights))
+        return np.array(total, dtype=np.float64), grad
+
+    return partial_order_loglik_sum_and_grad_numba, _VERSION
+
+
+@register_funcify_default_op_cache_key(PartialOrderLoglikSum)
+def _numba_partial_order_loglik_sum(op, node, **kwargs):
+    max_m = op.max_m
+
+    @numba_basic.numba_njit
+    def partial_order_loglik_sum_numba(W, orders, weights):
+        _check_shapes(W, orders, max_m)
+        if weights.shape[0] != orders.shape[0]:
+            raise ValueError("counts must have one entry per order")
+        total = _sum_value(np.ascontiguousarray(W), np.ascontiguousarray(orders),
+                           np.ascontiguousarray(weights))
+        return np.array(total, dtype=np.float64)
+
+    return partial_order_loglik_sum_numba, _VERSION
+
+
+# ----------------------------------------------------------------------------- graph rewrite
+
+
+@register_specialize
+@node_rewriter([Blockwise])
+def local_partial_order_sum_value_only(fgraph, node):
+    """Replace the two-output Op by the value-only one when the gradient has no client."""
+    if not isinstance(node.op.core_op, PartialOrderLoglikSumAndGrad):
+        return None
+    if fgraph.clients.get(node.outputs[1]):
+        return None
+    new = Blockwise(PartialOrderLoglikSum(node.op.core_op.max_m))(*node.inputs)
+    copy_stack_trace(node.outputs[0], new)
+    return {node.outputs[0]: new}
+
+
+# ----------------------------------------------------------------------------- public helpers
+
+
+def partial_order_loglik(logits, orders):
+    """Symbolic ``log p(order n)`` for logits (..., M, M) and rank-form orders (n, M) -> (..., n).
+
+    ``p(y) ∝ exp(sum_i logits[i, y[i]])``, rows = items, columns = positions; the rank form
+    (top-k with ``-1`` for unranked items, ties by the smallest position of the block) is stated
+    in :class:`pm_perm.PartialRanking`. Differentiable in ``logits`` (the gradient is one more
+    table pass). Cost per logits matrix: O(M 2^M + n M), plus O(s 2^s) per middle tie block of
+    size s; M up to :func:`partial_order_max_m`.
+    """
+    return _loglik(logits, orders)
+
+
+def partial_order_loglik_sum(logits, orders, counts):
+    """Symbolic ``sum_n counts[n] log p(order n)`` -> (...), value and gradient from one Op run.
+
+    Parameters
+    ----------
+    logits : tensor_like of float, shape (..., M, M)
+    orders : tensor_like of int, shape (n, M)
+        Distinct rank-form orders.
+    counts : tensor_like of float, shape (n,)
+        Number of rankings per order (any real weights are accepted; rows of weight 0 are
+        skipped, so an impossible order of count 0 does not make the sum NaN).
+    """
+    return _sum_and_grad(logits, orders, counts)[0]

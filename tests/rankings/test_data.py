@@ -1,0 +1,274 @@
+"""RankingData and the PrefLib reader/writer (pm_perm.rankings.data)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from pm_perm.rankings import RankingData, read_preflib, write_preflib
+
+HEADER = """# FILE NAME: t.{kind}
+# DATA TYPE: {kind}
+# NUMBER ALTERNATIVES: 4
+# NUMBER VOTERS: {voters}
+# NUMBER UNIQUE ORDERS: {orders}
+# ALTERNATIVE NAME 1: Ann
+# ALTERNATIVE NAME 2: Bob
+# ALTERNATIVE NAME 3: Cat
+# ALTERNATIVE NAME 4: Dan
+"""
+
+
+def _current(tmp_path, kind, body, voters=None, orders=None, name="t"):
+    lines = [ln for ln in body.strip().splitlines()]
+    if voters is None:  # lines with a malformed count fail before the totals are checked
+        voters = sum(int(c) for c in (ln.split(":")[0] for ln in lines) if c.isdigit())
+    path = tmp_path / f"{name}.{kind}"
+    path.write_text(HEADER.format(kind=kind, voters=voters, orders=orders or len(lines))
+                    + body.strip() + "\n")
+    return path
+
+
+def _as_dict(data):
+    return {tuple(r): int(c) for r, c in zip(data.orders.tolist(), data.counts, strict=True)}
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def test_current_layout_with_ties_and_top_k(tmp_path):
+    path = _current(tmp_path, "toi", "5: 3,{1,4},2\n2: 2\n1: 3,{1,4},2\n4: {1,2,3,4}")
+    data = read_preflib(path)
+    assert data.kind == "toi" and data.item_names == ("Ann", "Bob", "Cat", "Dan")
+    assert data.n_rankings == 12 and data.n_distinct == 3   # the repeated line is aggregated
+    np.testing.assert_array_equal(data.orders, [[1, 3, 0, 1], [-1, 0, -1, -1], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(data.counts, [6, 2, 4])
+    assert data.has_ties and data.max_ranked == 4
+    np.testing.assert_array_equal(data.ranked_lengths(), [4, 1, 4])
+    assert data.item_lists()[0] == [(2,), (0, 3), (1,)]
+    assert data.item_lists(names=True)[1] == [("Bob",)]
+
+
+def test_old_layout_zero_and_one_based(tmp_path):
+    for base in (0, 1):
+        p = tmp_path / f"old{base}.toc"
+        ids = [base + i for i in range(3)]
+        p.write_text(f"3\n{ids[0]},X \n{ids[1]},Y\n{ids[2]},Z\n7,7,2\n"
+                     f"4,{ids[2]},{{{ids[0]},{ids[1]}}}\n3,{ids[0]},{ids[1]},{ids[2]}\n")
+        data = read_preflib(p)
+        assert data.item_names == ("X", "Y", "Z") and data.kind == "toc"
+        np.testing.assert_array_equal(data.orders, [[1, 1, 0], [0, 1, 2]])
+        np.testing.assert_array_equal(data.counts, [4, 3])
+
+
+@pytest.mark.parametrize(
+    ("kind", "body", "match"),
+    [
+        ("soi", "2: 1,5", r"line 10: item id 5 is out of range"),
+        ("soi", "2: 1,0", r"line 10: item id 0 is out of range"),
+        ("soi", "2: 1,2,1", r"line 10: item 0 appears more than once"),
+        ("toi", "2: 1,{2,1}", r"line 10: item 0 appears more than once"),
+        ("soi", "1: 1\n2: 1,{2,3}", r"line 11: ties .* strict-order .soi"),
+        ("soc", "2: 1,{2,3},4", r"line 10: ties .* strict-order .soc"),
+        ("soc", "2: 1,2,3", r"line 10: incomplete order in a .soc file"),
+        ("toc", "2: 1,{2,3}", r"line 10: incomplete order in a .toc file"),
+        ("soi", "2.5: 1,2", r"line 10: count '2.5' is not an integer"),
+        ("soi", "-2: 1,2", r"line 10: count -2 must be a positive integer"),
+        ("soi", "0: 1,2", r"line 10: count 0 must be a positive integer"),
+        ("soi", "2 1,2", r"line 10: unparseable line"),
+        ("soi", "2: 1,x", r"line 10: item id 'x' is not an integer"),
+        ("toi", "2: 1,{2,3", r"line 10: unparseable order .*unbalanced"),
+        ("toi", "2: 1,{2,{3}}", r"line 10: unparseable order .*unbalanced"),
+        ("soi", "2: 1,2,", r"line 10: unparseable order .*trailing"),
+        ("toi", "2: {1,2}3", r"line 10: unparseable order .*expected ','"),
+    ],
+)
+def test_malformed_lines_name_file_and_line(tmp_path, kind, body, match):
+    path = _current(tmp_path, kind, body)
+    with pytest.raises(ValueError, match=match) as err:
+        read_preflib(path)
+    assert str(path) in str(err.value)
+
+
+def test_totals_must_add_up(tmp_path):
+    with pytest.raises(ValueError, match=r"line 4: # NUMBER VOTERS says 9 but the file has 3"):
+        read_preflib(_current(tmp_path, "soi", "2: 1\n1: 2", voters=9))
+    with pytest.raises(ValueError, match=r"line 5: # NUMBER UNIQUE ORDERS says 5 .* 2 order"):
+        read_preflib(_current(tmp_path, "soi", "2: 1\n1: 2", orders=5))
+    old = tmp_path / "old.soi"
+    old.write_text("2\n0,A\n1,B\n3,4,1\n3,1,0\n")
+    with pytest.raises(ValueError, match=rf"{old}, line 4: sum of counts in the header says 4"):
+        read_preflib(old)
+    old.write_text("2\n0,A\n1,B\n3,3,1\n3,1,2\n")
+    with pytest.raises(ValueError, match=r"line 5: item id 2 is out of range .* ids 0..1"):
+        read_preflib(old)
+
+
+def test_bad_headers(tmp_path):
+    p = tmp_path / "a.soi"
+    p.write_text("# DATA TYPE: soi\n1: 1\n")
+    with pytest.raises(ValueError, match="no '# NUMBER ALTERNATIVES"):
+        read_preflib(p)
+    p.write_text("# NUMBER ALTERNATIVES: 2\n# ALTERNATIVE NAME 1: A\n1: 1\n")
+    with pytest.raises(ValueError, match=r"names are missing for ids \[2\]"):
+        read_preflib(p)
+    p.write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        read_preflib(p)
+    p.write_text("3\n0,A\n")
+    with pytest.raises(ValueError, match="too short"):
+        read_preflib(p)
+
+
+def test_paths(tmp_path):
+    with pytest.raises(FileNotFoundError, match="PrefLib file not found"):
+        read_preflib(tmp_path / "missing.soi")
+    _current(tmp_path, "soi", "1: 1")
+    with pytest.raises(IsADirectoryError, match=r"is a directory; pass one PrefLib file .*t.soi"):
+        read_preflib(tmp_path)
+    (tmp_path / "x.csv").write_text("1\n")
+    with pytest.raises(ValueError, match="unknown PrefLib extension '.csv'"):
+        read_preflib(tmp_path / "x.csv")
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _random_data(rng, M, n, kind):
+    lists = []
+    for _ in range(n):
+        perm = rng.permutation(M).tolist()
+        k = M if kind.endswith("c") else int(rng.integers(0, M + 1))
+        items, blocks = perm[:k], []
+        while items:
+            s = int(rng.integers(1, 4)) if kind.startswith("to") else 1
+            blocks.append(tuple(items[:s]) if s > 1 else items[0])
+            items = items[s:]
+        lists.append(blocks)
+    counts = rng.integers(1, 50, size=n)
+    return RankingData.from_item_lists(lists, counts, n_items=M,
+                                       item_names=[f"item {i}" for i in range(M)], kind=kind)
+
+
+@pytest.mark.parametrize("kind", ["soc", "soi", "toc", "toi"])
+@pytest.mark.parametrize("M", [1, 2, 5, 9])
+def test_round_trip_generated(tmp_path, kind, M):
+    data = _random_data(np.random.default_rng(M), M, 40, kind)
+    path = write_preflib(data, tmp_path / f"g.{kind}")
+    back = read_preflib(path)
+    assert back == data
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_write_refuses_and_checks(tmp_path):
+    data = RankingData.from_item_lists([[0, (1, 2)], [1]], n_items=3)
+    assert data.kind == "toi"
+    with pytest.raises(ValueError, match=r"cannot write a .soi file: orders\[0\] has ties"):
+        write_preflib(data, tmp_path / "x.soi")
+    with pytest.raises(ValueError, match=r"cannot write a .toc file: .*not a complete order"):
+        write_preflib(data, tmp_path / "x.toc")
+    assert not list(tmp_path.iterdir())  # nothing written, no temporary file left
+    path = write_preflib(data, tmp_path / "x.toi")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        write_preflib(data, path)
+    write_preflib(data, path, overwrite=True)
+    back = read_preflib(path)
+    with pytest.raises(ValueError, match="refusing to overwrite .* read from it"):
+        write_preflib(back, path, overwrite=True)
+    with pytest.raises(ValueError, match="extension must be one of"):
+        write_preflib(data, tmp_path / "x.txt")
+    spaced = RankingData.from_item_lists([[0]], n_items=1, item_names=[" a "])
+    with pytest.raises(ValueError, match="surrounding spaces"):
+        write_preflib(spaced, tmp_path / "y.soi")
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def test_from_orders_aggregates_and_validates():
+    data = RankingData.from_orders([[0, 1, -1], [0, 1, -1], [1, 0, 2]], counts=[2, 3, 0])
+    assert data.n_distinct == 1 and data.n_rankings == 5 and data.kind == "soi"
+    assert data.item_names == ("1", "2", "3")
+    assert RankingData.from_orders([[1, 0, 2]]).kind == "soc"
+    assert RankingData.from_orders([[0, 0, 2]]).kind == "toc"
+    with pytest.raises(ValueError, match=r"orders\[1\] = \[0, 2, -1\] is not a valid rank-form"):
+        RankingData.from_orders([[0, 1, -1], [0, 2, -1]])
+    with pytest.raises(ValueError, match=r"orders\[0\] = \[0, 0, 1\] is not a valid"):
+        RankingData.from_orders([[0, 0, 1]])  # the block {0, 1} holds positions 0-1: next is 2
+    with pytest.raises(ValueError, match="counts must be non-negative integers"):
+        RankingData.from_orders([[0, 1]], counts=[1.5])
+    with pytest.raises(ValueError, match="counts must be non-negative integers"):
+        RankingData.from_orders([[0, 1]], counts=[-1])
+    with pytest.raises(ValueError, match="repeated rows"):
+        RankingData(np.array([[0, 1], [0, 1]]), np.array([1, 1]), ("a", "b"), "soc")
+    with pytest.raises(ValueError, match=r"orders\[0\] = \[0, -1\] is not a complete order"):
+        RankingData(np.array([[0, -1]]), np.array([1]), ("a", "b"), "soc")
+    with pytest.raises(ValueError, match=r"lists\[0\] .* item 1 appears more than once"):
+        RankingData.from_item_lists([[1, 1]], n_items=2)
+    with pytest.raises(ValueError, match=r"item id 4 is out of range"):
+        RankingData.from_item_lists([[4]], n_items=2)
+    with pytest.raises(ValueError, match="frozen|cannot assign|read-only"):
+        data.counts[0] = 7
+
+
+def test_split_ballots_is_over_ballots():
+    rng = np.random.default_rng(3)
+    data = _random_data(rng, 6, 300, "soi")
+    train, held = data.split_ballots(0.25, rng=11)
+    again = data.split_ballots(0.25, rng=11)
+    assert again[0] == train and again[1] == held
+    total = dict.fromkeys(_as_dict(data), 0)
+    for part in (train, held):
+        for k, c in _as_dict(part).items():
+            total[k] += c
+    assert total == _as_dict(data)   # every ballot in exactly one part
+    # held-out ballots ~ Binomial(N, 0.25): |z| > 5 has probability 6e-7 (false-failure rate)
+    N = data.n_rankings
+    assert abs(held.n_rankings - 0.25 * N) < 5 * np.sqrt(N * 0.25 * 0.75)
+    assert data.split_ballots(0.0, 1)[1].n_distinct == 0
+    with pytest.raises(ValueError, match=r"fraction must be in \[0, 1\]"):
+        data.split_ballots(1.5)
+    sub = data.subset(data.counts > 25)
+    assert sub.n_distinct == int((data.counts > 25).sum())
+
+
+# --------------------------------------------------------------------------- real files
+
+
+def _preflib_files(shared_data):
+    files = sorted(p for p in (shared_data / "preflib").glob("*/*")
+                   if p.suffix.lstrip(".") in ("soc", "soi", "toc", "toi"))
+    if not files:
+        pytest.skip(f"no PrefLib files under {shared_data / 'preflib'}")
+    return files
+
+
+@pytest.mark.data
+def test_meath_counts(shared_data):
+    path = shared_data / "preflib" / "irish" / "00001-00000003.soi"
+    if not path.exists():
+        pytest.skip(f"Meath file absent: {path}")
+    data = read_preflib(path)
+    assert (data.n_items, data.n_rankings, data.n_distinct) == (14, 64081, 25101)
+    assert data.item_names[0] == "Johnny Brady F.F." and not data.has_ties
+
+
+@pytest.mark.data
+def test_apa_old_and_current_layouts_agree(shared_data):
+    old = shared_data / "preflib" / "apa" / "ED-00028-00000001.soi"
+    new = shared_data / "preflib" / "apa_all" / "00028-00000001.soi"
+    if not (old.exists() and new.exists()):
+        pytest.skip("APA 1998 in both layouts is needed (../shared/data/preflib/apa, apa_all)")
+    a, b = read_preflib(old), read_preflib(new)
+    assert (a.n_rankings, a.n_distinct) == (18723, 292)
+    assert a.item_names == b.item_names and _as_dict(a) == _as_dict(b)
+
+
+@pytest.mark.data
+def test_round_trip_every_real_file(shared_data, tmp_path):
+    for path in _preflib_files(shared_data):
+        data = read_preflib(path)
+        back = read_preflib(write_preflib(data, tmp_path / f"{path.stem}{path.suffix}"))
+        assert back == data, path
