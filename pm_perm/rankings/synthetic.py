@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from pm_perm.kernels.permanent import sample_permutations
+from pm_perm.kernels.plackett_luce import sample_plackett_luce
 
-__all__ = ["aggregate", "default_positions", "draw_ballots", "rank_one_logits",
+__all__ = ["default_positions", "draw_ballots", "rank_one_logits",
            "simulate_rankings"]
 
 
@@ -96,19 +97,12 @@ def draw_ballots(n, *, logits=None, utilities=None, mixture_weights=None, length
             continue
         if core == 2:
             orders[rows] = sample_permutations(params[k], size=(rows.size,), rng=rng)
-        else:  # Plackett-Luce by Gumbel-max: sort u + Gumbel noise, best first
-            keys = params[k] + rng.gumbel(size=(rows.size, M))
-            orders[rows] = np.argsort(np.argsort(-keys, axis=1), axis=1)
+        else:
+            orders[rows] = sample_plackett_luce(params[k], size=(rows.size,), rng=rng)
     if length_probs is not None:
         lengths = rng.choice(M + 1, size=n, p=_check_probs(length_probs, M + 1, "length_probs"))
         orders[orders >= lengths[:, None]] = -1
     return (orders, comp) if return_components else orders
-
-
-def aggregate(orders):
-    """Distinct rows of ``orders`` (n, M) and their counts, as ``(distinct, counts)``."""
-    distinct, counts = np.unique(np.asarray(orders, dtype=np.int64), axis=0, return_counts=True)
-    return distinct, counts.astype(np.int64)
 
 
 def simulate_rankings(n, *, logits=None, utilities=None, mixture_weights=None,
@@ -116,7 +110,8 @@ def simulate_rankings(n, *, logits=None, utilities=None, mixture_weights=None,
     """Synthetic :class:`~pm_perm.rankings.data.RankingData` of ``n`` ballots (aggregated).
 
     Same model arguments as :func:`draw_ballots`. ``item_names`` default ``"item0"``, ...
-    The data kind is ``"soc"`` when every ballot is complete, else ``"soi"``.
+    The data kind is the narrowest that holds the ballots (``"soc"`` when all are complete,
+    else ``"soi"``); aggregation by :meth:`RankingData.from_orders`.
 
     Examples
     --------
@@ -134,7 +129,4 @@ def simulate_rankings(n, *, logits=None, utilities=None, mixture_weights=None,
     names = tuple(f"item{i}" for i in range(M)) if item_names is None else tuple(item_names)
     if len(names) != M:
         raise ValueError(f"item_names has {len(names)} names for {M} items")
-    distinct, counts = aggregate(orders)
-    complete = bool(np.all(distinct >= 0))
-    return RankingData(orders=distinct, counts=counts, item_names=names,
-                       kind="soc" if complete else "soi")
+    return RankingData.from_orders(orders, item_names=names)

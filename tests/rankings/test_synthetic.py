@@ -6,7 +6,6 @@ from scipy import stats
 
 from pm_perm.reference.permutations import all_permutations
 from pm_perm.rankings.synthetic import (
-    aggregate,
     default_positions,
     draw_ballots,
     rank_one_logits,
@@ -77,9 +76,7 @@ def test_simulate_rankings_aggregates():
     assert full.kind == "soc" and full.n_rankings == 50
 
 
-def test_aggregate_and_rank_one():
-    d, c = aggregate([[0, 1], [1, 0], [0, 1]])
-    assert d.tolist() == [[0, 1], [1, 0]] and c.tolist() == [2, 1]
+def test_rank_one_and_positions():
     np.testing.assert_allclose(default_positions(3), [1.0, 0.5, 0.0])
     np.testing.assert_allclose(rank_one_logits([1.0, -1.0]), [[1.0, 0.0], [-1.0, 0.0]])
 
