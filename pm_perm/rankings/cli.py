@@ -14,7 +14,10 @@ BALLOTS and a training share; the model (:mod:`pm_perm.rankings.models`) is fitt
 training ballots by MAP or NUTS. Reported log-likelihoods are natural logs per ballot of the
 observed (partial) orders, the ballot length not included: under MAP the plug-in
 ``log p(order | MAP)``; under NUTS the log posterior predictive density
-``log mean_draws p(order | draw)`` (over at most ``--max-loglik-draws`` draws).
+``log mean_draws p(order | draw)`` (over at most ``--max-loglik-draws`` draws). The consensus
+is the most probable complete order of each draw (:func:`pm_perm.rankings.analysis.
+consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
+says nothing about uncertainty: use ``--fit nuts`` for that.
 
 JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``,
 ``train`` / ``heldout`` (``loglik_per_ranking``, ``n_rankings``, ``n_distinct``), ``logits``
