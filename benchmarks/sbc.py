@@ -15,7 +15,11 @@ Models (small, so that hundreds of replications run in minutes):
 * ``nchoosek``: ``theta ~ N(0, 1)`` (d = 2), ``count_probs ~ Dirichlet(1)`` over 0..D (D = 6),
   40 rows, ``y ~ NChooseK(X . theta, count_probs)``;
 * ``ordinal``: ``theta ~ N(0, 1)`` (d = 2), 30 rows of D = 5 items with R = 3 levels and fixed
-  counts (2, 2, 1), ``y ~ OrdinalNChooseK(X . theta, counts)``.
+  counts (2, 2, 1), ``y ~ OrdinalNChooseK(X . theta, counts)``;
+* ``rankings_full``: the full ranking model of :mod:`pm_perm.rankings.models` on top-k ballots:
+  ``W = u c^T + tau delta_raw`` (M = 4, ``u ~ ZeroSumNormal(1)``, ``tau ~ HalfNormal(1)``,
+  ``delta_raw ~ ZeroSumNormal(1)`` over rows and columns), 40 ballots ranking 1, 2 or all 4
+  items (probabilities 0.3, 0.3, 0.4), exact partial-order likelihood.
 
 Run: ``.venv/bin/python benchmarks/sbc.py --models matching ranking nchoosek ordinal --reps 200``
 (``--out DIR`` for the figures and a JSON of ranks and p-values).
@@ -114,7 +118,46 @@ def _ordinal(rng):
     return {"theta": (d,)}, build, simulate, {"theta": lambda r: r.normal(size=d)}
 
 
-MODELS = {"matching": _matching, "ranking": _ranking, "nchoosek": _nchoosek, "ordinal": _ordinal}
+def _zero_sum(r, shape):
+    """A ``pm.ZeroSumNormal(1)`` draw: iid normals centred along every axis."""
+    x = r.normal(size=shape)
+    for axis in range(len(shape)):
+        x = x - x.mean(axis=axis, keepdims=True)
+    return x
+
+
+def _rankings_full(rng):
+    from pm_perm.ops.partial_orders import partial_order_loglik_sum
+    from pm_perm.rankings.synthetic import default_positions, draw_ballots
+
+    M, n = 4, 40
+    c = default_positions(M)
+    length_probs = np.array([0.0, 0.3, 0.3, 0.0, 0.4])
+
+    def logits(u, tau, delta):
+        return u[:, None] * c[None, :] + tau * delta
+
+    def build(y_obs):
+        with pm.Model() as model:
+            u = pm.ZeroSumNormal("u", sigma=1.0, shape=M)
+            tau = pm.HalfNormal("tau", 1.0)
+            delta = pm.ZeroSumNormal("delta_raw", sigma=1.0, n_zerosum_axes=2, shape=(M, M))
+            y = pm.Data("y_obs", y_obs)
+            pm.Potential("ballots", partial_order_loglik_sum(logits(u, tau, delta), y,
+                                                             np.ones(n)))
+        return model
+
+    def simulate(u, tau, delta, rng):
+        return draw_ballots(n, logits=logits(u, tau, delta), length_probs=length_probs, rng=rng)
+
+    simulate.numpy = True  # a NumPy simulator (exact draws), not a PyMC distribution
+    priors = {"u": lambda r: _zero_sum(r, (M,)), "tau": lambda r: np.abs(r.normal()),
+              "delta_raw": lambda r: _zero_sum(r, (M, M))}
+    return {"u": (M,), "tau": (), "delta_raw": (M, M)}, build, simulate, priors
+
+
+MODELS = {"matching": _matching, "ranking": _ranking, "nchoosek": _nchoosek, "ordinal": _ordinal,
+          "rankings_full": _rankings_full}
 
 
 def run_sbc(name, reps, n_thin=99, draws=500, tune=500, seed=0, progress=False):
@@ -123,9 +166,14 @@ def run_sbc(name, reps, n_thin=99, draws=500, tune=500, seed=0, progress=False):
 
     rng = np.random.default_rng(seed)
     shapes, build, simulate, priors = MODELS[name](rng)
-    syms = [pt.tensor(k, shape=s, dtype="float64") for k, s in shapes.items()]
-    y_sym = simulate(*syms)
-    draw_y = pm.pytensorf.compile(syms, y_sym, random_seed=seed)
+    if getattr(simulate, "numpy", False):
+        sim_rng = np.random.default_rng(seed + 1)
+
+        def draw_y(*values):
+            return simulate(*values, rng=sim_rng)
+    else:
+        syms = [pt.tensor(k, shape=s, dtype="float64") for k, s in shapes.items()]
+        draw_y = pm.pytensorf.compile(syms, simulate(*syms), random_seed=seed)
     first = {k: priors[k](rng) for k in shapes}
     model = build(draw_y(*first.values()))
     compiled = nutpie.compile_pymc_model(model)

@@ -74,11 +74,10 @@ from pm_perm.distributions import (  # noqa: E402
     edge_logits,
 )
 from pm_perm.distributions.cardinality import nchoosek_marginals, optimal_ranking  # noqa: E402
+from pm_perm.jax_backend import lazy as _jax_lazy  # noqa: E402
 from pm_perm.kernels.matching import max_weight_matching  # noqa: E402
 from pm_perm.kernels.permanent import EXACT_MAX_M  # noqa: E402
 from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain  # noqa: E402
-
-from pm_perm.jax_backend import lazy as _jax_lazy  # noqa: E402
 
 # JAX implementations of every Op (numpyro / blackjax / nutpie's JAX backend), registered with
 # PyTensor's JAX linker when it is first imported (PM_PERM_NO_JAX=1: never).

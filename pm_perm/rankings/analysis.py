@@ -1,0 +1,227 @@
+"""What a fitted ranking model says: positions, pairwise preferences, consensus, blocs, PPCs.
+
+Every function takes the posterior as returned by
+:func:`pm_perm.rankings.models.posterior_params` (``params``: W (S, K, M, M) or Plackett-Luce
+u (S, K, M); ``weights`` (S, K); ``length_probs`` (S, M + 1); S = 1 for a MAP point) and the
+model ``family``. Rank form as in :class:`~pm_perm.rankings.data.RankingData`.
+
+Exact where cheap: item-position marginals of a W model are the permutation marginals of each
+draw's W (subset DP, O(M 2^M) per matrix), averaged over draws and mixture weights. Quantities
+with no closed form here (pairwise preferences, Plackett-Luce positions) are Monte Carlo
+averages over exact draws of complete rankings from each posterior draw.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from pm_perm.rankings.synthetic import draw_ballots
+
+__all__ = [
+    "ballot_statistics",
+    "component_position_marginals",
+    "consensus_posterior",
+    "pairwise_probabilities",
+    "position_marginals",
+    "posterior_predictive",
+    "ppc_summary",
+    "sample_rankings",
+    "top_k_probabilities",
+]
+
+
+def _model_kwargs(family, params, weights):
+    key = "utilities" if family == "plackett-luce" else "logits"
+    return {key: params, "mixture_weights": weights}
+
+
+def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False):
+    """Posterior predictive complete rankings (or ballots): ``n_per_draw`` per draw, stacked.
+
+    With ``length_probs=True`` each ballot is truncated to a length drawn from that draw's
+    ``length_probs`` (a replicated ballot); otherwise rankings are complete. Returns (S n, M).
+    """
+    rng = np.random.default_rng(rng)
+    out = []
+    for s in range(post["params"].shape[0]):
+        lp = post["length_probs"][s] if length_probs else None
+        out.append(draw_ballots(n_per_draw, **_model_kwargs(family, post["params"][s],
+                                                             post["weights"][s]),
+                                length_probs=lp, rng=rng))
+    return np.concatenate(out)
+
+
+def _draw_component_marginals(post, family, n_per_draw, rng):
+    """Per-draw, per-component item x position marginals (S, K, M, M)."""
+    params = post["params"]
+    if family != "plackett-luce":
+        from pm_perm.kernels.permanent import permutation_marginals
+
+        return permutation_marginals(params)
+    rng = np.random.default_rng(rng)
+    S, K, M = params.shape
+    P = np.zeros((S, K, M, M))
+    for s in range(S):
+        for k in range(K):
+            y = draw_ballots(n_per_draw, utilities=params[s, k], rng=rng)
+            P[s, k] = np.eye(M)[y].mean(axis=0)
+    return P
+
+
+def component_position_marginals(post, family, *, n_per_draw=2000, rng=None):
+    """Bloc profiles: ``P[k, i, j] = p(item i at position j | component k)``, (K, M, M).
+
+    Averaged over draws (use relabelled draws, :func:`~pm_perm.rankings.models.fit_nuts`).
+    Exact for W models; Plackett-Luce by ``n_per_draw`` exact draws per draw and component.
+    """
+    return _draw_component_marginals(post, family, n_per_draw, rng).mean(axis=0)
+
+
+def position_marginals(post, family, *, n_per_draw=2000, rng=None):
+    """``P[i, j]`` = posterior predictive probability that item i is at position j, (M, M).
+
+    Each draw's mixture of its component profiles by its mixture weights, averaged over draws
+    (for one component: the average of each draw's permutation marginals). Doubly stochastic.
+    Same cost and accuracy as :func:`component_position_marginals`.
+    """
+    P = _draw_component_marginals(post, family, n_per_draw, rng)
+    return np.einsum("sk,skij->ij", post["weights"], P) / P.shape[0]
+
+
+def top_k_probabilities(marginals, k):
+    """``P(item i among the first k)`` from a position-marginal matrix (M, M): its first k columns
+    summed. Exact when ``marginals`` is."""
+    return np.asarray(marginals)[:, :k].sum(axis=1)
+
+
+def pairwise_probabilities(post, family, *, n_per_draw=1000, rng=None):
+    """``Q[i, j]`` = posterior predictive P(item i ranked above item j) in a complete ranking.
+
+    Monte Carlo over ``n_per_draw`` exact draws per posterior draw (standard error at most
+    ``0.5 / sqrt(S n_per_draw)``). ``Q + Q.T = 1`` off the diagonal; the diagonal is 0.
+    """
+    y = sample_rankings(post, family, n_per_draw, rng=rng)
+    return (y[:, :, None] < y[:, None, :]).mean(axis=0)
+
+
+def _complete_logp(family, params_k, y):
+    """log p(complete rankings y (n, M) rank form) under one component."""
+    if family == "plackett-luce":
+        order = np.argsort(y, axis=1)  # items first to last
+        u = params_k[order]
+        tails = np.logaddexp.accumulate(u[:, ::-1], axis=1)[:, ::-1]
+        return (u - tails).sum(axis=1)
+    from pm_perm.kernels.permanent import log_permanent
+
+    M = params_k.shape[0]
+    return params_k[np.arange(M), y].sum(axis=1) - log_permanent(params_k)
+
+
+def _mode(family, params, weights):
+    """Most probable complete ranking of one draw (rank form).
+
+    One component: the max-weight matching of W (:func:`pm_perm.max_weight_matching`, the exact
+    mode), or utilities sorted (Plackett-Luce). A mixture's mode is searched among its
+    components' modes (the best under the mixture): exact when the blocs are well separated,
+    otherwise a lower bound on the mode's probability.
+    """
+    if family == "plackett-luce":
+        cands = np.argsort(np.argsort(-params, axis=1), axis=1)
+    else:
+        from pm_perm import max_weight_matching
+
+        cands = max_weight_matching(params)
+    if params.shape[0] == 1:
+        return cands[0]
+    logp = np.logaddexp.reduce([np.log(weights[k]) + _complete_logp(family, params[k], cands)
+                                for k in range(params.shape[0])], axis=0)
+    return cands[int(np.argmax(logp))]
+
+
+def consensus_posterior(post, family, *, top=5):
+    """Posterior of the consensus ranking (the most probable complete ranking of each draw).
+
+    Returns
+    -------
+    list of (tuple of int, float)
+        The ``top`` most frequent consensus orders as item indices from first to last, with
+        their posterior probability (share of draws), most probable first.
+    """
+    S = post["params"].shape[0]
+    modes = Counter(tuple(int(i) for i in np.argsort(_mode(family, post["params"][s],
+                                                          post["weights"][s])))
+                    for s in range(S))
+    return [(order, n / S) for order, n in modes.most_common(top)]
+
+
+# --- posterior predictive checks ---------------------------------------------------------------
+
+def ballot_statistics(orders, counts=None):
+    """Summary statistics of ballots (rank form), as shares of the ballots.
+
+    Returns
+    -------
+    dict
+        ``first`` (M,): share of ballots with each item first (a tie for first shares the
+        ballot equally); ``lengths`` (M + 1,): share of ballots ranking k items;
+        ``pairwise`` (M, M): share of ballots ranking i above j (i ranked, and j ranked lower
+        or not ranked; tied items are neither).
+    """
+    y = np.asarray(orders)
+    c = np.ones(y.shape[0]) if counts is None else np.asarray(counts, dtype=np.float64)
+    N, M = c.sum(), y.shape[1]
+    first = (y == 0).astype(np.float64)
+    first /= np.maximum(first.sum(axis=1, keepdims=True), 1.0)
+    ranked = y >= 0
+    lengths = np.bincount(ranked.sum(axis=1), weights=c, minlength=M + 1)
+    yy = np.where(ranked, y, M)  # unranked behave as "after everything ranked"
+    above = ranked[:, :, None] & (yy[:, :, None] < yy[:, None, :])
+    return {"first": c @ first / N, "lengths": lengths / N,
+            "pairwise": np.tensordot(c, above, axes=1) / N}
+
+
+def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None):
+    """Replicated data sets (same number of ballots) and their :func:`ballot_statistics`.
+
+    Each replication uses one posterior draw (cycling through a random permutation of the
+    draws): ballot lengths from its ``length_probs``, orders from its model.
+
+    Returns
+    -------
+    dict of arrays
+        ``first`` (n_reps, M), ``lengths`` (n_reps, M + 1), ``pairwise`` (n_reps, M, M).
+    """
+    rng = np.random.default_rng(rng)
+    S = post["params"].shape[0]
+    which = rng.permutation(np.resize(rng.permutation(S), n_reps))
+    reps = []
+    for s in which:
+        one = {k: v[s:s + 1] for k, v in post.items()}
+        reps.append(ballot_statistics(sample_rankings(one, family, n_rankings, rng=rng,
+                                                      length_probs=True)))
+    return {k: np.stack([r[k] for r in reps]) for k in reps[0]}
+
+
+def ppc_summary(data, post, family, *, n_reps=100, interval=0.9, rng=None):
+    """Observed statistics against the replicated ones (posterior predictive checks).
+
+    Returns
+    -------
+    dict
+        For each statistic (``first``, ``lengths``, ``pairwise``): ``observed``, replicated
+        ``mean``, ``lower``/``upper`` (central ``interval``) and ``p_value`` (two-sided
+        posterior predictive p-value per entry: 2 min(P(rep >= obs), P(rep <= obs)), capped at 1).
+    """
+    obs = ballot_statistics(data.orders, data.counts)
+    rep = posterior_predictive(post, family, data.n_rankings, n_reps=n_reps, rng=rng)
+    q = [(1 - interval) / 2, (1 + interval) / 2]
+    out = {}
+    for k, o in obs.items():
+        r = rep[k]
+        p = 2 * np.minimum((r >= o).mean(axis=0), (r <= o).mean(axis=0))
+        lo, hi = np.quantile(r, q, axis=0)
+        out[k] = {"observed": o, "mean": r.mean(axis=0), "lower": lo, "upper": hi,
+                  "p_value": np.minimum(p, 1.0)}
+    return out

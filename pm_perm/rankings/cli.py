@@ -1,0 +1,315 @@
+"""``pm-perm rankings``: fit a model of ranking data (PrefLib file), report held-out fit.
+
+Examples
+--------
+::
+
+    pm-perm rankings ED-00028-00000001.soi --model full --fit map --json apa.json
+    pm-perm rankings meath.soi --model rank-one --components 3 --heldout-fraction 0.2 \\
+        --json meath.json --plots meath_plots
+    pm-perm rankings ballots.soi --model plackett-luce --fit nuts --chains 4 --json pl.json
+
+The ballots are split at random (``--seed``) into a held-out share ``--heldout-fraction`` of the
+BALLOTS and a training share; the model (:mod:`pm_perm.rankings.models`) is fitted to the
+training ballots by MAP or NUTS. Reported log-likelihoods are natural logs per ballot of the
+observed (partial) orders, the ballot length not included: under MAP the plug-in
+``log p(order | MAP)``; under NUTS the log posterior predictive density
+``log mean_draws p(order | draw)`` (over at most ``--max-loglik-draws`` draws). The consensus
+is the most probable complete order of each draw (:func:`pm_perm.rankings.analysis.
+consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
+says nothing about uncertainty: use ``--fit nuts`` for that.
+
+JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``,
+``train`` / ``heldout`` (``loglik_per_ranking``, ``n_rankings``, ``n_distinct``), ``logits``
+(the fitted item x position matrix, rows = items in file order, columns = positions first to
+last: MAP, or posterior mean under NUTS; ``null`` for Plackett-Luce, which has ``utilities``
+instead, and for mixtures, whose ``blocs`` list each component's weight, logits and consensus),
+``consensus`` (item names first to last), ``consensus_posterior``, ``position_marginals``,
+``version``, ``seed``, ``settings``, ``input`` (path, size, sha256), ``diagnostics``,
+``timings``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["add_rankings_parser", "run_rankings"]
+
+MODELS = {"plackett-luce": "plackett_luce_model", "rank-one": "rank_one_model",
+          "full": "full_model"}
+
+
+def add_rankings_parser(subparsers):
+    """Register the ``rankings`` subcommand on an ``argparse`` sub-parser collection."""
+    p = subparsers.add_parser("rankings", help="Bayesian analysis of ranking data (PrefLib files)",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("data_file", metavar="DATA_FILE", help="PrefLib .soc/.soi/.toc/.toi file")
+    model = p.add_argument_group("model")
+    model.add_argument("--model", choices=tuple(MODELS), default="full")
+    model.add_argument("--components", type=int, default=1, metavar="K",
+                       help="mixture components (voting blocs); default 1")
+    model.add_argument("--prior-sigma", type=float, default=3.0,
+                       help="prior scale of the item utilities (default 3)")
+    model.add_argument("--learn-positions", action="store_true",
+                       help="rank-one model: learn the decreasing position profile c")
+    fit = p.add_argument_group("fit")
+    fit.add_argument("--fit", choices=("map", "nuts"), default="map")
+    fit.add_argument("--heldout-fraction", type=float, default=0.0, metavar="F",
+                     help="share of the ballots held out (default 0: none)")
+    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--starts", type=int, default=None, metavar="N",
+                     help="MAP: jittered starts, best kept (default 1, or 3 for mixtures)")
+    fit.add_argument("--draws", type=int, default=1000)
+    fit.add_argument("--tune", type=int, default=1000)
+    fit.add_argument("--chains", type=int, default=4)
+    fit.add_argument("--target-accept", type=float, default=0.9)
+    fit.add_argument("--max-loglik-draws", type=int, default=200,
+                     help="NUTS: posterior draws used for log-likelihoods and plots (default 200)")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", metavar="OUT.json", required=True, help="results as JSON")
+    out.add_argument("--plots", metavar="DIR", help="save positions.png, pairwise.png, "
+                     "consensus.png, ppc.png (posterior predictive checks) and, for mixtures, "
+                     "blocs.png")
+    out.add_argument("--ppc-reps", type=int, default=100, help="replicated data sets for the "
+                     "posterior predictive checks (default 100)")
+    p.set_defaults(func=run_rankings)
+    return p
+
+
+def _check_outputs(args):
+    """Validate every output path before any fitting; refuse to overwrite the input."""
+    src = Path(args.data_file)
+    if not src.is_file():
+        raise FileNotFoundError(f"data file {src} not found")
+    src = src.resolve()
+    out = Path(args.json)
+    if out.resolve() == src:
+        raise ValueError(f"--json {out} is the input file: refusing to overwrite it")
+    if out.is_dir():
+        raise ValueError(f"--json {out} is a directory; give a file name")
+    if not out.resolve().parent.is_dir():
+        raise ValueError(f"--json {out}: folder {out.resolve().parent} does not exist")
+    if not os.access(out.resolve().parent, os.W_OK):
+        raise ValueError(f"--json {out}: folder {out.resolve().parent} is not writable")
+    if args.plots:
+        from pm_perm.rankings.plots import FIGURES
+
+        d = Path(args.plots)
+        if d.exists() and not d.is_dir():
+            raise ValueError(f"--plots {d} exists and is not a directory")
+        if not d.resolve().parent.is_dir():
+            raise ValueError(f"--plots {d}: folder {d.resolve().parent} does not exist")
+        if d.resolve() == src or any((d / f).resolve() == src for f in FIGURES):
+            raise ValueError(f"--plots {d} would overwrite the input file {src}")
+    if not 0.0 <= args.heldout_fraction < 1.0:
+        raise ValueError(f"--heldout-fraction must be in [0, 1), got {args.heldout_fraction}")
+    if args.components < 1:
+        raise ValueError(f"--components must be >= 1, got {args.components}")
+    for name in ("draws", "tune", "chains", "max_loglik_draws", "ppc_reps"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.starts is not None and args.starts < 1:
+        raise ValueError("--starts must be >= 1")
+
+
+def _file_info(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return {"path": str(Path(path).resolve()), "size": os.path.getsize(path),
+            "sha256": h.hexdigest()}
+
+
+def _loglik_per_ranking(post, family, data, *, fit, max_draws, seed):
+    """Per-ballot natural-log likelihood of ``data`` (plug-in for MAP, lpd for NUTS)."""
+    from scipy.special import logsumexp
+
+    from pm_perm.rankings.models import pointwise_loglik
+
+    if data.n_rankings == 0:
+        return None
+    ll = pointwise_loglik(post, family, data.orders, max_draws=max_draws, rng=seed)
+    lpd = ll[0] if fit == "map" else logsumexp(ll, axis=0) - np.log(ll.shape[0])
+    if not np.all(np.isfinite(lpd)):
+        raise RuntimeError("the fitted model gives a non-finite log-likelihood to some ballots")
+    return float(data.counts @ lpd / data.n_rankings)
+
+
+def _nuts_diagnostics(idata, family, components):
+    import arviz as az
+
+    names = ["u" if family == "plackett-luce" else "W"]
+    if components > 1:
+        names.append("mixture_weights")
+    summary = az.summary(idata, var_names=names, kind="diagnostics")
+    stats = idata["sample_stats"]
+    div = int(np.asarray(stats["diverging"].values).sum()) if "diverging" in stats else None
+    r_hat = float(np.nanmax(np.asarray(summary["r_hat"], dtype=float)))
+    ess = float(np.nanmin(np.asarray(summary["ess_bulk"], dtype=float)))
+    return {"max_r_hat": r_hat, "min_ess_bulk": ess, "divergences": div,
+            "converged": bool(r_hat <= 1.01 and div == 0)}
+
+
+def _fit(args, train):
+    from pm_perm.rankings import models as rmod
+
+    kwargs = {"components": args.components, "prior_sigma": args.prior_sigma}
+    if args.model == "rank-one":
+        kwargs["learn_positions"] = args.learn_positions
+    elif args.learn_positions:
+        raise ValueError("--learn-positions applies to --model rank-one only")
+    rm = getattr(rmod, MODELS[args.model])(train, **kwargs)
+    if args.fit == "map":
+        starts = args.starts or (1 if args.components == 1 else 3)
+        point = rmod.fit_map(rm, seed=args.seed, n_starts=starts)
+        diag = point.pop("_optimizer")
+        return rmod.posterior_params(point, args.model), diag, {"starts": starts}
+    _status(f"NUTS: {args.chains} chains x {args.draws} draws ({args.tune} tuning)")
+    idata = rmod.fit_nuts(rm, draws=args.draws, tune=args.tune, chains=args.chains,
+                          seed=args.seed, target_accept=args.target_accept)
+    post = rmod.posterior_params(idata, args.model)
+    if not all(np.all(np.isfinite(v)) for v in post.values()):
+        raise RuntimeError("NUTS returned non-finite draws: the fit failed")
+    diag = _nuts_diagnostics(idata, args.model, args.components)
+    if not diag["converged"]:
+        _status(f"warning: NUTS did not converge cleanly (max r_hat {diag['max_r_hat']:.3f}, "
+                f"{diag['divergences']} divergences): treat the results with caution")
+    sampler = {"draws": args.draws, "tune": args.tune, "chains": args.chains,
+               "target_accept": args.target_accept}
+    return post, diag, sampler
+
+
+def _thin(post, max_draws, seed):
+    S = post["params"].shape[0]
+    if S <= max_draws:
+        return post
+    idx = np.sort(np.random.default_rng(seed).choice(S, max_draws, replace=False))
+    return {k: v[idx] for k, v in post.items()}
+
+
+def run_rankings(args):
+    """Entry point of ``pm-perm rankings``; returns the exit status."""
+    from pm_perm import __version__
+
+    t0 = time.perf_counter()
+    try:
+        _check_outputs(args)
+        from pm_perm.rankings.data import read_preflib
+
+        data = read_preflib(args.data_file)
+        info = _file_info(args.data_file)
+        if args.heldout_fraction > 0:
+            train, heldout = data.split_ballots(args.heldout_fraction,
+                                                np.random.default_rng(args.seed))
+        else:
+            train, heldout = data, None
+        _status(f"{data.n_rankings} ballots ({data.n_distinct} distinct) over {data.n_items} "
+                f"items; fitting {args.model} (K={args.components}) by {args.fit.upper()} on "
+                f"{train.n_rankings} ballots")
+        t_fit = time.perf_counter()
+        post, diag, sampler = _fit(args, train)
+        t_fit = time.perf_counter() - t_fit
+        result = _report(args, data, train, heldout, post, diag)
+    except (ValueError, FileNotFoundError, RuntimeError) as err:
+        print(f"pm-perm rankings: error: {err}", file=sys.stderr)
+        return 2
+    result.update(version=__version__, seed=args.seed, input=info, sampler=sampler,
+                  settings={k: v for k, v in vars(args).items() if k != "func"})
+    result["timings"] = {"fit": round(t_fit, 3), "total": round(time.perf_counter() - t0, 3)}
+    print(format_summary(result))
+    _write_json(result, args.json)
+    return 0
+
+
+def _report(args, data, train, heldout, post, diag):
+    from pm_perm.rankings import analysis
+
+    family, K = args.model, args.components
+    small = _thin(post, args.max_loglik_draws, args.seed)
+    ll = {name: _loglik_per_ranking(small, family, d, fit=args.fit,
+                                    max_draws=args.max_loglik_draws, seed=args.seed)
+          for name, d in (("train", train), ("heldout", heldout)) if d is not None}
+    names = list(data.item_names)
+    consensus = analysis.consensus_posterior(small, family, top=10)
+    marg = analysis.position_marginals(small, family, rng=args.seed)
+    mean = small["params"].mean(axis=0)  # (K, M, M) or (K, M)
+    result = {
+        "model": family, "components": K, "fit": args.fit, "n_items": data.n_items,
+        "n_rankings": data.n_rankings, "n_distinct": data.n_distinct, "items": names,
+        "train": {"loglik_per_ranking": ll["train"], "n_rankings": train.n_rankings,
+                  "n_distinct": train.n_distinct},
+        "heldout": {"loglik_per_ranking": ll.get("heldout"),
+                    "n_rankings": 0 if heldout is None else heldout.n_rankings,
+                    "n_distinct": 0 if heldout is None else heldout.n_distinct},
+        "logits": mean[0].tolist() if family != "plackett-luce" and K == 1 else None,
+        "consensus": [names[i] for i in consensus[0][0]],
+        "consensus_posterior": [{"order": [names[i] for i in o], "probability": p}
+                                for o, p in consensus],
+        "position_marginals": marg.tolist(),
+        "diagnostics": diag,
+    }
+    if family == "plackett-luce":
+        result["utilities"] = mean.tolist()
+    if K > 1:
+        weights = small["weights"].mean(axis=0)
+        one = {"weights": np.ones((1, 1)), "length_probs": small["length_probs"][:1]}
+        result["blocs"] = [
+            {"weight": float(weights[k]), "logits": mean[k].tolist(),
+             "consensus": [names[i] for i in analysis.consensus_posterior(
+                 {**one, "params": mean[None, k:k + 1]}, family, top=1)[0][0]]}
+            for k in range(K)]
+    if args.plots:
+        from pm_perm.rankings.plots import save_all
+
+        _status("posterior predictive checks and plots")
+        ppc = analysis.ppc_summary(train, small, family, n_reps=args.ppc_reps, rng=args.seed)
+        profiles = analysis.component_position_marginals(small, family, rng=args.seed)
+        result["plots"] = save_all(
+            args.plots, item_names=names, marginals=marg, consensus=consensus, ppc=ppc,
+            pairwise=analysis.pairwise_probabilities(small, family, rng=args.seed,
+                                                     n_per_draw=max(20, 20_000 // len(
+                                                         small["params"]))),
+            profiles=profiles, weights=small["weights"].mean(axis=0))
+        result["ppc"] = {k: {kk: np.asarray(vv).tolist() for kk, vv in v.items()}
+                         for k, v in ppc.items()}
+    return result
+
+
+def _write_json(result, path):
+    """Write ``result`` to ``path`` atomically (temporary file in the same folder, renamed)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(result, fh, indent=2)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def format_summary(result):
+    """A few lines for the terminal: fit per ballot and the consensus."""
+    lines = [f"{result['model']} (K={result['components']}, {result['fit']}): "
+             f"{result['n_rankings']} ballots over {result['n_items']} items"]
+    lines.append(f"  train   log-likelihood per ballot {result['train']['loglik_per_ranking']:.4f}")
+    if result["heldout"]["loglik_per_ranking"] is not None:
+        lines.append(f"  heldout log-likelihood per ballot "
+                     f"{result['heldout']['loglik_per_ranking']:.4f} "
+                     f"({result['heldout']['n_rankings']} ballots)")
+    top = result["consensus_posterior"][0]
+    lines.append(f"  consensus (posterior probability {top['probability']:.2f}): "
+                 + " > ".join(result["consensus"]))
+    return "\n".join(lines)
+
+
+def _status(msg):
+    print(msg, file=sys.stderr, flush=True)

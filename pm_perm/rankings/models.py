@@ -1,0 +1,493 @@
+"""PyMC models of ranking data: Plackett-Luce, rank-one, full item x position, and mixtures.
+
+Every builder takes a :class:`~pm_perm.rankings.data.RankingData` (value convention there:
+rank form, ``-1`` = not ranked, ties share the smallest position) and returns a
+:class:`RankingModel`, whose ``.model`` is an ordinary ``pm.Model``: it works with
+``pm.find_MAP``, ``pm.sample`` (NUTS), and the posterior predictive of
+:func:`pm_perm.rankings.analysis.posterior_predictive`. Likelihoods cost per DISTINCT order
+(``counts`` multiply the log-likelihood), exactly (no sampling of the unranked items' order).
+
+Models (``K`` components; ``K = 1`` is a single population)
+
+``plackett_luce_model``
+    Utilities ``u[k, i]``; p(order) by the Plackett-Luce rule (ties: the exact probability that
+    a tie block fills its positions in any order; unranked items: no term).
+``rank_one_model``
+    ``W[k, i, j] = u[k, i] c[j]`` in ``p(pi) ∝ exp(sum_i W[i, pi(i)])``: item i's strength times a
+    decreasing position profile ``c`` (fixed ``c_j = (M-1-j)/(M-1)`` or learned, ordered).
+``full_model``
+    Any item x position matrix, shrunk toward the rank-one model (see its docstring).
+
+Identifiability: ``p(pi)`` is unchanged when a constant is added to a row or a column of ``W``
+(every permutation uses each row and column once), and Plackett-Luce is unchanged by a shift of
+``u``: utilities are zero-sum (``pm.ZeroSumNormal``), the full model's deviation from rank one is
+zero-sum over rows and over columns, and a learned ``c`` is pinned to run from 1 down to 0.
+
+Mixtures are marginalised exactly over each distinct order's component:
+``log p(order) = logsumexp_k(log w_k + log p_k(order))``. The likelihood is symmetric in the
+component labels; the model does not constrain them. Draws are relabelled after sampling
+(:func:`relabel_components`: each draw's components are matched to a reference by a max-weight
+matching on the distance between their position-marginal matrices), which is what
+:func:`fit_nuts` returns.
+
+The number of items a ballot ranks is modelled separately (``length_probs ~ Dirichlet(1)``, with
+the observed length counts multinomial): it is independent of the order model, enters the
+posterior predictive, and adds the same constant to every model's log-likelihood (so it is
+left out of :func:`pointwise_loglik`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+__all__ = [
+    "FAMILIES",
+    "RankingModel",
+    "component_logliks",
+    "fit_map",
+    "fit_nuts",
+    "full_model",
+    "loo_with_counts",
+    "membership_probabilities",
+    "plackett_luce_model",
+    "pointwise_loglik",
+    "posterior_params",
+    "rank_one_model",
+    "relabel_components",
+]
+
+FAMILIES = ("plackett-luce", "rank-one", "full")
+
+
+@dataclass(frozen=True)
+class RankingModel:
+    """A built ranking model.
+
+    Attributes
+    ----------
+    model : pymc.Model
+        Free variables: ``u`` (or ``theta`` with item features), ``c_steps`` (learned positions),
+        ``tau`` and ``delta_raw`` (full model), ``mixture_weights`` (K > 1), ``length_probs``.
+        Deterministics ``W`` (shape (K, M, M); not for Plackett-Luce) and, with features, ``u``.
+    family : str
+        One of ``FAMILIES``.
+    components : int
+    data : RankingData
+        The data the likelihood was built on.
+    """
+
+    model: pm.Model
+    family: str
+    components: int
+    data: object
+
+
+def component_logliks(family, params, orders):
+    """Symbolic per-component, per-order log-likelihoods, shape (K, n).
+
+    ``params`` is the logits ``W`` (K, M, M) or, for Plackett-Luce, the utilities ``u`` (K, M).
+    """
+    if family == "plackett-luce":
+        from pm_perm.ops.plackett_luce import plackett_luce_loglik
+
+        return plackett_luce_loglik(params, orders)
+    from pm_perm.ops.partial_orders import partial_order_loglik
+
+    return partial_order_loglik(params, orders)
+
+
+def _check_data(data, components):
+    if isinstance(components, bool) or not isinstance(components, int | np.integer) \
+            or components < 1:
+        raise ValueError(f"components must be a positive integer, got {components!r}")
+    if data.n_items < 2:
+        raise ValueError(f"ranking models need at least 2 items, got {data.n_items}")
+    if data.n_distinct == 0:
+        raise ValueError("no ballots to fit (the data has no rows)")
+
+
+def _coords(data, components):
+    return {"component": np.arange(components), "item": list(data.item_names),
+            "position": np.arange(data.n_items), "length": np.arange(data.n_items + 1)}
+
+
+def _utilities(data, components, prior_sigma, item_features):
+    """``u`` (K, M), zero-sum over items; ``u = X theta`` (X centred) with item features."""
+    K, M = components, data.n_items
+    if item_features is None:
+        return pm.ZeroSumNormal("u", sigma=prior_sigma, dims=("component", "item"))
+    X = np.asarray(item_features, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] != M or not np.all(np.isfinite(X)):
+        raise ValueError(f"item_features must be a finite (n_items={M}, n_features) array, got "
+                         f"shape {X.shape}")
+    Xc = X - X.mean(axis=0)  # a shift of u is not identified: centre the features
+    if np.any(np.abs(Xc).max(axis=0) == 0):
+        raise ValueError("item_features has a constant column: it is not identified (a shift "
+                         "of every utility changes no probability); drop it")
+    theta = pm.Normal("theta", 0.0, prior_sigma, shape=(K, X.shape[1]))
+    return pm.Deterministic("u", pt.dot(theta, Xc.T), dims=("component", "item"))
+
+
+def _likelihood(family, params, data, components):
+    """Mixture (or single) log-likelihood of all ballots, plus the ballot-length model."""
+    M = data.n_items
+    lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
+    length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
+    pm.Multinomial("ballot_lengths", n=int(data.n_rankings), p=length_probs,
+                   observed=lengths.astype(np.int64), dims="length")
+    if components == 1:
+        if family == "plackett-luce":
+            from pm_perm.ops.plackett_luce import plackett_luce_loglik_sum as loglik_sum
+        else:
+            from pm_perm.ops.partial_orders import partial_order_loglik_sum as loglik_sum
+        total = loglik_sum(params[0], data.orders, data.counts)
+    else:
+        w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
+        ll = component_logliks(family, params, data.orders)
+        total = pt.sum(data.counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0))
+    pm.Potential("ballots", total)
+
+
+def plackett_luce_model(data, *, components=1, prior_sigma=3.0, item_features=None):
+    """Plackett-Luce model of (partial, tied) rankings with zero-sum normal utilities.
+
+    Parameters
+    ----------
+    data : RankingData
+    components : int
+        Number of mixture components ``K``.
+    prior_sigma : float
+        Prior scale of the utilities ``u[k] ~ ZeroSumNormal(prior_sigma)`` (or of ``theta``).
+    item_features : array_like, shape (M, d), optional
+        Item covariates: ``u[k] = X_c theta[k]`` with ``X_c`` the column-centred features and
+        ``theta ~ Normal(0, prior_sigma)``.
+
+    Returns
+    -------
+    RankingModel
+    """
+    _check_data(data, components)
+    with pm.Model(coords=_coords(data, components)) as model:
+        u = _utilities(data, components, prior_sigma, item_features)
+        _likelihood("plackett-luce", u, data, components)
+    return RankingModel(model, "plackett-luce", components, data)
+
+
+def _positions(M, learn_positions):
+    """Position profile ``c`` (M,), decreasing from 1 to 0."""
+    from pm_perm.rankings.synthetic import default_positions
+
+    if not learn_positions:
+        return pt.as_tensor_variable(default_positions(M))
+    steps = pm.Dirichlet("c_steps", a=np.ones(M - 1))  # c_j = 1 - (sum of the first j steps)
+    return pm.Deterministic("c", pt.concatenate([pt.ones(1), 1.0 - pt.cumsum(steps)]),
+                            dims="position")
+
+
+def rank_one_model(data, *, components=1, prior_sigma=3.0, learn_positions=False,
+                   item_features=None):
+    """Rank-one item x position model ``W[k, i, j] = u[k, i] c[j]``.
+
+    ``p(pi) ∝ exp(sum_i u_i c_{pi(i)})``: with ``c`` decreasing, items of larger ``u`` tend to
+    earlier positions; the differences between the ``c_j`` set how much more decisive the first
+    choices are than the last ones (Petterson et al.'s RankMatch structure).
+
+    Parameters
+    ----------
+    data : RankingData
+    components : int
+    prior_sigma : float
+        ``u[k] ~ ZeroSumNormal(prior_sigma)`` (or ``theta ~ Normal(0, prior_sigma)`` with features).
+    learn_positions : bool
+        Learn ``c`` (shared by the components) as ``c_0 = 1``, ``c_j = 1 - sum_{l<=j} s_l`` with
+        ``s ~ Dirichlet(1)`` over M - 1 steps: decreasing from 1 to 0, which fixes the scale and
+        shift that ``u`` would otherwise trade with it. Default: fixed ``c_j = (M-1-j)/(M-1)``.
+    item_features : array_like, shape (M, d), optional
+        As in :func:`plackett_luce_model`.
+
+    Returns
+    -------
+    RankingModel
+    """
+    _check_data(data, components)
+    with pm.Model(coords=_coords(data, components)) as model:
+        u = _utilities(data, components, prior_sigma, item_features)
+        c = _positions(data.n_items, learn_positions)
+        W = pm.Deterministic("W", u[:, :, None] * c[None, None, :],
+                             dims=("component", "item", "position"))
+        _likelihood("rank-one", W, data, components)
+    return RankingModel(model, "rank-one", components, data)
+
+
+def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item_features=None):
+    """Full item x position logit matrix, shrunk hierarchically toward the rank-one model.
+
+    ``W[k] = u[k] c^T + tau * delta_raw[k]`` with ``c`` fixed (as in :func:`rank_one_model`),
+    ``delta_raw[k] ~ ZeroSumNormal(1)`` over both the item and the position axis (a row or
+    column shift of ``W`` changes no probability), and ``tau ~ HalfNormal(shrinkage_scale)``:
+    the data decide how far the matrix departs from rank one (non-centred, for NUTS).
+
+    Why this family: among all distributions over permutations whose item-position marginals
+    ``P[i, j] = p(pi(i) = j)`` equal given values, the one of maximum entropy has the form
+    ``p(pi) ∝ exp(sum_i W[i, pi(i)])`` (the ``W[i, j]`` are the Lagrange multipliers of the
+    ``M^2`` marginal constraints), and every doubly stochastic matrix in the interior of the
+    Birkhoff polytope is attained by some ``W``. So the full model assumes nothing beyond the
+    item-position marginals; rank one and Plackett-Luce-like structure are special cases.
+
+    Parameters
+    ----------
+    data : RankingData
+    components : int
+    prior_sigma : float
+        Prior scale of the rank-one part's ``u``.
+    shrinkage_scale : float
+        Prior scale of ``tau``.
+    item_features : array_like, shape (M, d), optional
+        Covariates of the rank-one part's ``u`` (as in :func:`plackett_luce_model`).
+
+    Returns
+    -------
+    RankingModel
+    """
+    _check_data(data, components)
+    with pm.Model(coords=_coords(data, components)) as model:
+        u = _utilities(data, components, prior_sigma, item_features)
+        c = _positions(data.n_items, False)
+        tau = pm.HalfNormal("tau", shrinkage_scale)
+        delta = pm.ZeroSumNormal("delta_raw", sigma=1.0, n_zerosum_axes=2,
+                                 dims=("component", "item", "position"))
+        W = pm.Deterministic("W", u[:, :, None] * c[None, None, :] + tau * delta,
+                             dims=("component", "item", "position"))
+        _likelihood("full", W, data, components)
+    return RankingModel(model, "full", components, data)
+
+
+# --- fitting -----------------------------------------------------------------------------------
+
+def _param_name(family):
+    return "u" if family == "plackett-luce" else "W"
+
+
+def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
+    """MAP estimate by ``pm.find_MAP`` (L-BFGS-B), best of ``n_starts`` jittered starts.
+
+    Starts are the model's initial point with U(-1, 1) jitter (seeded from ``seed``), which
+    breaks the symmetry between mixture components. A start whose optimiser does not report
+    convergence is discarded; if none converges a ``RuntimeError`` says so (a failed fit is
+    never returned as a result).
+
+    Returns
+    -------
+    dict
+        Variable name -> MAP value (numpy arrays, as ``posterior_params`` expects), plus
+        ``"_optimizer"``: ``{"log_posterior", "n_iterations", "message", "n_converged"}``.
+    """
+    best, messages = None, []
+    n_converged = 0
+    for s in range(n_starts):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # non-convergence: checked below
+            idata = pm.find_MAP(model=rm.model, jitter=True, random_seed=seed + 7919 * s,
+                                return_inferencedata=True, progressbar=False, maxiter=maxiter)
+        res = idata["optimizer_result"]
+        success, message = bool(res["success"].values), str(res["message"].values)
+        messages.append(message)
+        if not success:
+            continue
+        n_converged += 1
+        logp = -float(res["fun"].values)
+        if best is None or logp > best[0]:
+            point = {k: np.asarray(v.values)[0, 0] for k, v in idata["posterior"].items()}
+            best = (logp, int(res["nit"].values), message, point)
+    if best is None:
+        raise RuntimeError(f"MAP fit of the {rm.family} model (K={rm.components}) failed: the "
+                           f"optimiser did not converge from any of {n_starts} start(s): "
+                           f"{messages}")
+    point = best[3]
+    point["_optimizer"] = {"log_posterior": best[0], "n_iterations": best[1],
+                           "message": best[2], "n_converged": n_converged}
+    return point
+
+
+def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
+             progressbar=False, **kwargs):
+    """NUTS posterior (``pm.sample``); mixture draws are relabelled (:func:`relabel_components`).
+
+    Returns
+    -------
+    arviz.InferenceData / DataTree
+        With ``posterior`` holding the model's variables (relabelled for K > 1).
+    """
+    with rm.model:
+        idata = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
+                          target_accept=target_accept, progressbar=progressbar,
+                          compute_convergence_checks=False, **kwargs)
+    if rm.components > 1:
+        relabel_components(idata, rm.family)
+    return idata
+
+
+def posterior_params(source, family):
+    """Arrays of the order model from a MAP point or posterior draws, with a draw axis.
+
+    Parameters
+    ----------
+    source : dict (from :func:`fit_map`) or InferenceData / DataTree with ``posterior``
+    family : str
+
+    Returns
+    -------
+    dict
+        ``"params"``: W (S, K, M, M) or u (S, K, M); ``"weights"`` (S, K); ``"length_probs"``
+        (S, M + 1). S = 1 for a MAP point; draws flattened over chains.
+    """
+    name = _param_name(family)
+    if isinstance(source, dict):
+        get = {k: np.asarray(source[k])[None] for k in (name, "length_probs")}
+        w = source.get("mixture_weights")
+        w = np.ones((1, 1)) if w is None else np.asarray(w)[None]
+    else:
+        post = source["posterior"]
+
+        def flat(v):
+            a = np.asarray(post[v].values)
+            return a.reshape((-1,) + a.shape[2:])
+
+        get = {k: flat(k) for k in (name, "length_probs")}
+        w = flat("mixture_weights") if "mixture_weights" in post else np.ones(
+            (get[name].shape[0], 1))
+    return {"params": get[name], "weights": w, "length_probs": get["length_probs"]}
+
+
+def _component_marginals(family, params):
+    """Item x position marginals (..., K, M, M) used to compare components across draws."""
+    if family == "plackett-luce":  # utilities are already comparable: use them as a profile
+        return params[..., :, None]
+    from pm_perm.kernels.permanent import permutation_marginals
+
+    return permutation_marginals(params)
+
+
+def relabel_components(idata, family, reference=None):
+    """Undo label switching in place: permute each draw's components to match a reference.
+
+    The reference is ``reference`` (K, ...) in the units of the component profile (position
+    marginals for W models, utilities for Plackett-Luce), default the first draw of chain 0.
+    Each draw's permutation maximises the agreement ``-sum_k ||profile_k - reference_perm(k)||^2``
+    (a max-weight matching, :func:`pm_perm.max_weight_matching`). Every variable with a
+    ``component`` dimension is permuted consistently. Returns ``idata``.
+    """
+    from pm_perm import max_weight_matching
+
+    post = idata["posterior"]
+    name = _param_name(family)
+    prof = _component_marginals(family, np.asarray(post[name].values))
+    C, D, K = prof.shape[:3]
+    flat = prof.reshape(C * D, K, -1)
+    ref = flat[0] if reference is None else np.asarray(reference).reshape(K, -1)
+    dist = ((flat[:, :, None, :] - ref[None, None, :, :]) ** 2).sum(-1)  # (S, K, K)
+    perm = max_weight_matching(-dist)  # perm[s, k] = reference label of draw component k
+    order = np.argsort(perm, axis=1).reshape(C, D, K)  # component placed at each label
+    for var in list(post.data_vars):
+        da = post[var]
+        if "component" not in da.dims:
+            continue
+        axis = da.dims.index("component")
+        vals = np.moveaxis(np.asarray(da.values), axis, 2)
+        vals = np.take_along_axis(vals, order.reshape(C, D, K, *([1] * (vals.ndim - 3))), axis=2)
+        post[var] = da.copy(data=np.moveaxis(vals, 2, axis))
+    return idata
+
+
+# --- pointwise log-likelihoods, memberships, LOO ------------------------------------------------
+
+def _loglik_fn(family, orders, K):
+    """Compiled ``(params (K, ...), log_weights (K,)) -> (component ll (K, n), mixture ll (n,))``
+    (per order), for draws evaluated one at a time."""
+    import pytensor
+
+    P = pt.tensor("params", shape=(K,) + (None,) * (1 if family == "plackett-luce" else 2))
+    logw = pt.vector("log_weights", shape=(K,))
+    comp = component_logliks(family, P, orders)
+    mix = pt.logsumexp(logw[:, None] + comp, axis=0)
+    return pytensor.function([P, logw], [comp, mix])
+
+
+def pointwise_loglik(post, family, orders, *, max_draws=None, rng=None):
+    """Per-draw, per-distinct-order log-likelihood of the order model, shape (S, n).
+
+    ``post`` from :func:`posterior_params`; ``orders`` any (n, M) rank-form array (e.g. held-out
+    data). With ``max_draws``, a random subset of draws (seeded ``rng``) is used. Natural log;
+    multiply by the counts for the log-likelihood of all ballots.
+    """
+    params, weights = post["params"], post["weights"]
+    S = params.shape[0]
+    idx = np.arange(S)
+    if max_draws is not None and S > max_draws:
+        idx = np.sort(np.random.default_rng(rng).choice(S, max_draws, replace=False))
+    fn = _loglik_fn(family, np.asarray(orders), weights.shape[1])
+    return np.stack([fn(params[s], np.log(weights[s]))[1] for s in idx])
+
+
+def membership_probabilities(post, family, orders):
+    """Posterior membership probabilities of each distinct order (hence of each of its ballots).
+
+    Returns an array (n, K): ``E_draws[ p(component k | order) ]``, where ``p(k | order) ∝
+    w_k p_k(order)``. Every ballot of one distinct order has the same probabilities.
+    """
+    params, weights = post["params"], post["weights"]
+    fn = _loglik_fn(family, np.asarray(orders), weights.shape[1])
+    total = 0.0
+    for s in range(params.shape[0]):
+        comp, mix = fn(params[s], np.log(weights[s]))
+        total = total + np.exp(np.log(weights[s])[:, None] + comp - mix[None, :])
+    return (total / params.shape[0]).T
+
+
+def loo_with_counts(loglik, counts, *, r_eff=1.0):
+    """PSIS-LOO per BALLOT from per-distinct-order log-likelihood draws and counts.
+
+    Leaving out one ballot of a group of ``c`` identical ballots divides the posterior by that
+    ballot's likelihood alone, so every one of the ``c`` ballots has the same LOO predictive
+    density as a single ballot of that order: PSIS is run once per distinct order (arviz's
+    Pareto smoothing, ``arviz_stats``' ``psislw``), and the elpd sums it ``c`` times. This equals
+    ``az.loo`` on the data expanded to one row per ballot (tested), at the cost of the
+    distinct orders only.
+
+    Parameters
+    ----------
+    loglik : ndarray, shape (S, n)
+        Draws x distinct orders (:func:`pointwise_loglik`).
+    counts : array_like of int, shape (n,)
+    r_eff : float
+        Relative efficiency of the draws (1 for independent draws).
+
+    Returns
+    -------
+    dict
+        ``elpd`` (sum over ballots), ``se`` (standard error over ballots), ``elpd_per_ballot``,
+        ``p_loo``, ``elpd_i`` (n,) per distinct order (per ballot of that order), ``pareto_k``
+        (n,), ``n_ballots``.
+    """
+    from arviz_stats.base import array_stats
+    from scipy.special import logsumexp
+
+    ll = np.asarray(loglik, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.float64)
+    if ll.ndim != 2 or c.shape != (ll.shape[1],):
+        raise ValueError(f"loglik must be (draws, n) and counts (n,); got {ll.shape} and "
+                         f"{c.shape}")
+    lw, k = array_stats.psislw(ll, r_eff=r_eff, axis=0)  # lw: (n, S)
+    elpd_i = logsumexp(lw + ll.T, axis=1) - logsumexp(lw, axis=1)
+    lpd_i = logsumexp(ll, axis=0) - np.log(ll.shape[0])
+    N = c.sum()
+    elpd = float(c @ elpd_i)
+    var = float(c @ (elpd_i - elpd / N) ** 2) / (N - 1) if N > 1 else 0.0  # ddof 1, as az.loo
+    return {"elpd": elpd, "se": float(np.sqrt(N * var)), "elpd_per_ballot": elpd / N,
+            "p_loo": float(c @ (lpd_i - elpd_i)), "elpd_i": elpd_i,
+            "pareto_k": np.asarray(k), "n_ballots": int(N)}

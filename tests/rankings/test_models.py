@@ -1,0 +1,179 @@
+"""Ranking models: likelihood against brute force, MAP recovery, mixtures, LOO with counts."""
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+from pm_perm.rankings import models as rmod
+from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
+from tests.rankings._brute import mixture_loglik
+
+LENGTHS = [0.0, 0.3, 0.3, 0.0, 0.4]  # top-1, top-2 and complete ballots of 4 items
+
+
+def _potential(rm):
+    """Compiled (point -> value of the 'ballots' likelihood term, W or u, weights)."""
+    model = rm.model
+    name = "u" if rm.family == "plackett-luce" else "W"
+    outs = [model["ballots"], model[name]]
+    if rm.components > 1:
+        outs.append(model["mixture_weights"])
+    return model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")
+
+
+@pytest.mark.parametrize("family, builder, kwargs", [
+    ("plackett-luce", rmod.plackett_luce_model, {}),
+    ("rank-one", rmod.rank_one_model, {"learn_positions": True}),
+    ("full", rmod.full_model, {"components": 2}),
+])
+def test_likelihood_matches_brute_force(family, builder, kwargs):
+    rng = np.random.default_rng(0)
+    data = simulate_rankings(300, logits=rng.normal(size=(4, 4)), length_probs=LENGTHS, rng=1)
+    rm = builder(data, **kwargs)
+    fn = _potential(rm)
+    point = rm.model.initial_point()
+    point = {k: v + rng.normal(size=np.shape(v)) for k, v in point.items()}
+    out = fn(point)
+    K = rm.components
+    weights = out[2] if K > 1 else np.ones(1)
+    ll, _ = mixture_loglik(family, np.asarray(out[1]), weights, data.orders)
+    np.testing.assert_allclose(out[0], data.counts @ ll, rtol=1e-10)
+    # and the pointwise function agrees
+    post = {"params": np.asarray(out[1])[None], "weights": weights[None],
+            "length_probs": np.full((1, 5), 0.2)}
+    np.testing.assert_allclose(rmod.pointwise_loglik(post, family, data.orders)[0], ll,
+                               rtol=1e-10)
+
+
+def test_rank_one_map_recovers_utilities():
+    u = np.array([1.5, 0.5, -0.5, -1.5]) * 1.5
+    data = simulate_rankings(6000, logits=rank_one_logits(u), length_probs=LENGTHS, rng=2)
+    point = rmod.fit_map(rmod.rank_one_model(data), seed=0)
+    assert point["_optimizer"]["n_converged"] == 1
+    # 6,000 ballots: the MAP is within ~0.1 of the truth (prior sigma 3 barely shrinks)
+    np.testing.assert_allclose(point["u"][0], u - u.mean(), atol=0.2)
+    np.testing.assert_allclose(point["length_probs"], np.array(LENGTHS), atol=0.02)
+
+
+def test_plackett_luce_map_recovers_utilities_with_features():
+    X = np.array([[1.0, 0.0], [0.5, 1.0], [0.0, -1.0], [-1.0, 0.5]])
+    theta = np.array([1.2, -0.8])
+    u = X @ theta
+    data = simulate_rankings(6000, utilities=u, length_probs=LENGTHS, rng=3)
+    point = rmod.fit_map(rmod.plackett_luce_model(data, item_features=X))
+    np.testing.assert_allclose(point["theta"][0], theta, atol=0.15)
+    np.testing.assert_allclose(point["u"][0], u - u.mean(), atol=0.15)
+
+
+def test_full_map_recovers_position_marginals():
+    rng = np.random.default_rng(4)
+    W = rng.normal(size=(4, 4)) * 1.5
+    data = simulate_rankings(8000, logits=W, rng=5)  # complete ballots
+    point = rmod.fit_map(rmod.full_model(data))
+    from pm_perm.kernels.permanent import permutation_marginals
+
+    np.testing.assert_allclose(permutation_marginals(point["W"][0]), permutation_marginals(W),
+                               atol=0.03)
+
+
+def test_mixture_recovers_planted_blocs():
+    u = np.array([2.0, 1.0, -1.0, -2.0]) * 1.5
+    W = np.stack([rank_one_logits(u), rank_one_logits(-u)])
+    data = simulate_rankings(6000, logits=W, mixture_weights=[0.65, 0.35],
+                             length_probs=LENGTHS, rng=6)
+    rm = rmod.full_model(data, components=2)
+    point = rmod.fit_map(rm, seed=1, n_starts=2)
+    post = rmod.posterior_params(point, "full")
+    big = int(np.argmax(point["mixture_weights"]))
+    assert point["mixture_weights"][big] == pytest.approx(0.65, abs=0.05)
+    from pm_perm.kernels.permanent import permutation_marginals
+
+    for k, truth in ((big, W[0]), (1 - big, W[1])):
+        np.testing.assert_allclose(permutation_marginals(point["W"][k]),
+                                   permutation_marginals(truth), atol=0.08)
+    # complete ballots are assigned to their bloc with high probability
+    member = rmod.membership_probabilities(post, "full", data.orders)
+    np.testing.assert_allclose(member.sum(axis=1), 1.0)
+    first_item = np.argmin(np.where(data.orders < 0, 99, data.orders), axis=1)
+    full = (data.orders >= 0).all(axis=1)
+    top0 = full & (data.orders[:, 0] == 0) & (data.orders[:, 3] == 3)
+    assert np.all(member[top0, big] > 0.9)
+    assert first_item.shape == (data.n_distinct,)
+
+
+def test_loo_with_counts_equals_loo_on_expanded_data():
+    rng = np.random.default_rng(7)
+    S, n = 800, 6
+    ll = rng.normal(-2.0, 0.5, size=(S, n)) + rng.normal(size=n)
+    ll[:, 2] += rng.standard_t(2, size=S)  # one heavy-tailed point (larger Pareto k)
+    counts = np.array([1, 3, 2, 5, 1, 4])
+    ours = rmod.loo_with_counts(ll, counts)
+    expanded = np.repeat(ll, counts, axis=1)
+    dt = xr.DataTree.from_dict({
+        "posterior": xr.Dataset({"x": (("chain", "draw"), np.zeros((1, S)))}),
+        "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), expanded[None])}),
+    })
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the heavy-tailed point's Pareto k
+        ref = az.loo(dt, pointwise=True, reff=1.0)
+    assert ours["elpd"] == pytest.approx(float(ref.elpd), rel=1e-10)
+    assert ours["se"] == pytest.approx(float(ref.se), rel=1e-10)
+    assert ours["p_loo"] == pytest.approx(float(ref.p), rel=1e-10)
+    np.testing.assert_allclose(np.repeat(ours["pareto_k"], counts),
+                               np.asarray(ref.pareto_k).ravel(), rtol=1e-10)
+    assert ours["n_ballots"] == counts.sum()
+
+
+def test_relabel_components_undoes_switching():
+    rng = np.random.default_rng(8)
+    W = rng.normal(size=(2, 4, 4)) * 2
+    w = np.array([0.3, 0.7])
+    draws = np.empty((2, 5, 2, 4, 4))
+    ws = np.empty((2, 5, 2))
+    swap = rng.integers(2, size=(2, 5))
+    swap[0, 0] = 0
+    for c in range(2):
+        for d in range(5):
+            o = [1, 0] if swap[c, d] else [0, 1]
+            draws[c, d] = W[o] + rng.normal(size=(2, 4, 4)) * 0.05
+            ws[c, d] = w[o]
+    idata = xr.DataTree.from_dict({"posterior": xr.Dataset({
+        "W": (("chain", "draw", "component", "item", "position"), draws),
+        "mixture_weights": (("chain", "draw", "component"), ws)})})
+    rmod.relabel_components(idata, "full")
+    np.testing.assert_allclose(idata["posterior"]["mixture_weights"].values,
+                               np.broadcast_to(w, (2, 5, 2)))
+    assert np.abs(idata["posterior"]["W"].values - W).max() < 0.3
+
+
+@pytest.mark.slow
+def test_models_work_with_find_map_and_nuts():
+    data = simulate_rankings(200, utilities=[1.0, 0.0, -1.0], rng=9)
+    rm = rmod.rank_one_model(data)
+    with rm.model:
+        mp = pm.find_MAP(progressbar=False, return_inferencedata=True, jitter=False)
+    assert np.isfinite(mp["posterior"]["u"].values).all()
+    idata = rmod.fit_nuts(rm, draws=100, tune=100, chains=1, seed=1)
+    post = rmod.posterior_params(idata, "rank-one")
+    assert post["params"].shape == (100, 1, 3, 3) and post["length_probs"].shape == (100, 4)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"components": 0}, "components"),
+    ({"item_features": np.ones((3, 1))}, "constant column"),
+    ({"item_features": np.ones((2, 1))}, "item_features"),
+])
+def test_bad_model_arguments(kwargs, match):
+    data = simulate_rankings(20, utilities=[1.0, 0.0, -1.0], rng=0)
+    with pytest.raises(ValueError, match=match):
+        rmod.plackett_luce_model(data, **kwargs)
+
+
+def test_failed_map_is_an_error():
+    data = simulate_rankings(200, utilities=[1.0, 0.0, -1.0], rng=10)
+    with pytest.raises(RuntimeError, match="did not converge"):
+        rmod.fit_map(rmod.plackett_luce_model(data), maxiter=1)
