@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from pm_perm.reference.permutations import all_permutations
 from pm_perm.rankings.analysis import (
     ballot_statistics,
     component_position_marginals,
@@ -15,6 +14,7 @@ from pm_perm.rankings.analysis import (
     top_k_probabilities,
 )
 from pm_perm.rankings.synthetic import simulate_rankings
+from pm_perm.reference.permutations import all_permutations
 from tests.rankings._brute import complete_logp_pef, complete_logp_pl
 
 M = 4

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pm_perm.reference.permutations import all_permutations
 from pm_perm.rankings.synthetic import (
     default_positions,
     draw_ballots,
     rank_one_logits,
     simulate_rankings,
 )
+from pm_perm.reference.permutations import all_permutations
 from tests.rankings._brute import complete_logp_pef, complete_logp_pl
 
 # Each chi-square test below rejects a correct sampler with probability 1e-3 (fixed seeds, so
