@@ -40,6 +40,7 @@ def main(argv=None):
     print(f"{data.n_rankings} ballots, {data.n_distinct} distinct orders, {data.n_items} "
           f"candidates; ballot lengths: {np.bincount(data.ranked_lengths(), data.counts)}")
     out, report = Path(args.out), {}
+    out.mkdir(parents=True, exist_ok=True)
     fits = {}
     for K in (1, args.components):
         t0 = time.perf_counter()
