@@ -17,6 +17,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._shapes import check_observed_batch
+from pm_perm.distributions._values import integer_rows
 from pm_perm.distributions.cardinality import _select_last
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size, keep_top_k
@@ -264,6 +265,7 @@ class PartialRanking(pm.Discrete):
 
     def logp(value, logits, weights, length_probs):
         M = logits.shape[-1]
+        value, is_int = integer_rows(value)
         batch_axes = tuple(range(logits.type.ndim - 2))
         if all(s == 1 for s in logits.type.shape[:-2]):
             # one W (PyMC hands it over with the batch dims of the value, of length 1): every
@@ -284,6 +286,8 @@ class PartialRanking(pm.Discrete):
                 pt.all(pt.ge(length_probs, 0.0)),
                 pt.all(pt.lt(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), _SIMPLEX_TOL)),
             ]
+        if is_int is not None:  # a non-integer value is outside the support
+            lp = pt.switch(is_int, lp, -np.inf)
         lp = pt.switch(pt.eq(weights, 0.0), 0.0, weights * lp)
         lp = check_parameters(
             lp,
