@@ -117,7 +117,14 @@ def _ranker_outlier():
 
 
 def _cases():
-    from pm_perm import ConditionalBernoulli, NChooseK, OrdinalNChooseK, PermutationExpFamily
+    from pm_perm import (
+        ConditionalBernoulli,
+        NChooseK,
+        OrdinalNChooseK,
+        PartialRanking,
+        PermutationExpFamily,
+        PlackettLuce,
+    )
     from pm_perm.kernels.bethe import bethe_log_permanent as bethe_kernel
     from pm_perm.kernels.cardinality import log_esp
     from pm_perm.kernels.permanent import log_permanent, sample_permutations
@@ -131,6 +138,7 @@ def _cases():
     theta = np.array([0.5, -1.0, 2.0, 0.0])
     huge3 = W3.copy()
     huge3[0, 0] = 1.5e308  # finite, but sums of such logits overflow float64
+    u3 = np.array([0.5, -1.0, 2.0])
     return [
         # (area, input, call, expect) ; expect: an exception name, or "-inf" / "nan" / "ok"
         ("permanent kernel", "logits with NaN", lambda: log_permanent(nan3), "ValueError"),
@@ -274,6 +282,25 @@ def _cases():
         ("PermutationExpFamily", "observed of batch shape (5,), logits of batch shape (2,)",
          lambda: _observed(PermutationExpFamily, logits=np.zeros((2, 3, 3)),
                            observed=np.tile(np.arange(3), (5, 1))), "ValueError"),
+        ("PlackettLuce", "draw with a NaN utility",
+         lambda: pm.draw(PlackettLuce.dist([0.5, np.nan, 2.0]), random_seed=0), "ValueError"),
+        ("PlackettLuce", "length_probs with M entries (not M + 1)",
+         lambda: PlackettLuce.dist(u3, length_probs=[0.2, 0.3, 0.5]), "ValueError"),
+        ("PlackettLuce", "weights 1.5 (not a count)",
+         lambda: PlackettLuce.dist(u3, weights=1.5), "ValueError"),
+        ("PlackettLuce", "logp of the non-integer value [0.4, 1, -1]",
+         lambda: pm.logp(PlackettLuce.dist(u3), [0.4, 1, -1]).eval(), "-inf"),
+        ("PartialRanking", "draw with logits admitting no permutation",
+         lambda: pm.draw(PartialRanking.dist(infeasible), random_seed=0), "ValueError"),
+        ("PartialRanking", "draw with a NaN logit",
+         lambda: pm.draw(PartialRanking.dist(nan3), random_seed=0), "ValueError"),
+        ("PartialRanking", "length_probs summing to 2",
+         lambda: pm.logp(PartialRanking.dist(W3, length_probs=[0.2, 0.4, 0.6, 0.8]),
+                         np.array([0, 1, -1])).eval(), "ParameterValueError"),
+        ("PartialRanking", "weights 1.5 (not a count)",
+         lambda: PartialRanking.dist(W3, weights=1.5), "ValueError"),
+        ("PartialRanking", "logp of the non-integer value [0.4, 1, -1]",
+         lambda: pm.logp(PartialRanking.dist(W3), [0.4, 1, -1]).eval(), "-inf"),
     ]
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
-__all__ = ["install"]
+__all__ = ["install", "integer_rows"]
 
 
 def _ours(rv):
@@ -49,3 +49,17 @@ def install():
     for module in (basic, pymc.logprob, pymc):
         if getattr(module, "logp", None) is original:
             module.logp = logp
+
+
+def integer_rows(value):
+    """``(int_value, ok)`` for a logp whose Ops take int64 rank-form rows (..., M).
+
+    A float ``value`` (a variable, or a literal passed on by :func:`install`) is cast to int64
+    with every row that has a non-integer or non-finite entry replaced by all ``-1`` (a valid,
+    cheap order); ``ok`` (...) is False on those rows, whose logp must be set to ``-inf``.
+    Integer values are returned unchanged with ``ok = None``.
+    """
+    if value.type.dtype not in pt.type.float_dtypes:
+        return value, None
+    ok = pt.all(pt.isfinite(value) & pt.eq(value, pt.round(value)), axis=-1)
+    return pt.cast(pt.switch(ok[..., None], value, -1.0), "int64"), ok

@@ -17,6 +17,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._shapes import check_observed_batch
+from pm_perm.distributions._values import integer_rows
 from pm_perm.distributions.cardinality import _select_last
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size, keep_top_k
@@ -243,9 +244,10 @@ class PartialRanking(pm.Discrete):
         ):
             raise ValueError(f"weights must be non-negative integers (counts); got {w.dtype}")
         if w is not None and not np.all((w >= 0) & (w == np.round(w))):
+            bad = w.ravel()[np.argmax(~((w >= 0) & (w == np.round(w))).ravel())].item()
             raise ValueError(
                 "weights must be non-negative integers (the count of each distinct order); "
-                f"got e.g. {w.ravel()[np.argmax(~((w >= 0) & (w == np.round(w))).ravel())]!r}"
+                f"got e.g. {bad!r}"
             )
         weights = pt.cast(pt.as_tensor_variable(weights), "float64")
         if length_probs is None:
@@ -264,6 +266,7 @@ class PartialRanking(pm.Discrete):
 
     def logp(value, logits, weights, length_probs):
         M = logits.shape[-1]
+        value, is_int = integer_rows(value)
         batch_axes = tuple(range(logits.type.ndim - 2))
         if all(s == 1 for s in logits.type.shape[:-2]):
             # one W (PyMC hands it over with the batch dims of the value, of length 1): every
@@ -272,27 +275,27 @@ class PartialRanking(pm.Discrete):
             lp = partial_order_loglik(W, value.reshape((-1, M))).reshape(value.shape[:-1])
         else:  # a logits matrix per row: one table per row
             lp = partial_order_loglik(logits, value[..., None, :])[..., 0]
-        conditions = [
-            pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),
-            pt.all(pt.ge(weights, 0.0) & pt.eq(weights, pt.round(weights))),
+        checks = [  # (condition, message): one message per parameter
+            (pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),
+             "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)"),
+            (pt.all(pt.ge(weights, 0.0) & pt.eq(weights, pt.round(weights))),
+             "weights must be non-negative integers (the count of each distinct order)"),
         ]
         if length_probs.type.shape[-1] != 0:
             k = pt.sum(pt.ge(value, 0), axis=-1)
             lp = lp + pt.log(_select_last(length_probs, k))
-            conditions += [
-                pt.eq(length_probs.shape[-1], M + 1),
-                pt.all(pt.ge(length_probs, 0.0)),
-                pt.all(pt.lt(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), _SIMPLEX_TOL)),
-            ]
+            checks.append((
+                pt.eq(length_probs.shape[-1], M + 1)
+                & pt.all(pt.ge(length_probs, 0.0))
+                & pt.all(pt.lt(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), _SIMPLEX_TOL)),
+                "length_probs must be a simplex of M + 1 entries (non-negative, summing to 1: "
+                "the probabilities of ranking k = 0..M items)",
+            ))
+        if is_int is not None:  # a non-integer value is outside the support
+            lp = pt.switch(is_int, lp, -np.inf)
         lp = pt.switch(pt.eq(weights, 0.0), 0.0, weights * lp)
-        lp = check_parameters(
-            lp,
-            *conditions,
-            msg=(
-                "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf); weights "
-                "non-negative integers; length_probs a simplex of length M + 1"
-            ),
-        )
+        for cond, msg in checks:
+            lp = check_parameters(lp, cond, msg=msg)
         return check_parameters(
             lp,
             pt.all(~pt.isnan(lp)),

@@ -18,6 +18,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._shapes import check_observed_batch
+from pm_perm.distributions._values import integer_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
     check_length_probs,
@@ -215,6 +216,7 @@ class PlackettLuce(pm.Discrete):
 
     def logp(value, utilities, weights, length_probs):
         M = utilities.shape[-1]
+        value, is_int = integer_rows(value)
         u = utilities
         if all(utilities.type.broadcastable[:-1]):  # one utilities vector (PyMC may expand dims)
             u = utilities[(0,) * (utilities.type.ndim - 1)]
@@ -233,6 +235,8 @@ class PlackettLuce(pm.Discrete):
                               & pt.all(pt.ge(length_probs, 0))
                               & pt.all(pt.le(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), 1e-6)))
             msgs.append(_LENGTH_MSG)
+        if is_int is not None:  # a non-integer value is outside the support
+            ll = pt.switch(is_int, ll, -np.inf)
         lp = pt.switch(pt.eq(weights, 0), 0.0, weights * ll)
         for cond, msg in zip(conditions, msgs, strict=True):
             lp = check_parameters(lp, cond, msg=msg)

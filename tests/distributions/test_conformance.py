@@ -11,7 +11,14 @@ import pytensor.tensor as pt
 import pytest
 from pymc.logprob.utils import ParameterValueError
 
-from pm_perm import ConditionalBernoulli, NChooseK, OrdinalNChooseK, PermutationExpFamily
+from pm_perm import (
+    ConditionalBernoulli,
+    NChooseK,
+    OrdinalNChooseK,
+    PartialRanking,
+    PermutationExpFamily,
+    PlackettLuce,
+)
 
 W3 = np.zeros((3, 3))
 TH = np.array([0.5, -1.0, 2.0, 0.0])
@@ -29,6 +36,14 @@ def _w(i, j, v):
 INFEASIBLE = np.array([[-np.inf, -np.inf, 0.0], [-np.inf, -np.inf, 0.0], [0.0, 0.0, 0.0]])
 CP = np.array([0.1, 0.2, 0.3, 0.2, 0.2])
 ORD_CP = np.tile(np.array([0.1, 0.2, 0.3, 0.2, 0.2]), (3, 1))
+U3 = np.array([0.5, -1.0, 2.0])
+LP = np.array([0.1, 0.2, 0.3, 0.4])  # length_probs of k = 0..3 ranked items (M = 3)
+
+
+def _u(i, v):
+    u = U3.copy()
+    u[i] = v
+    return u
 
 
 def _family(name):
@@ -44,6 +59,16 @@ def _family(name):
     if name == "NChooseK":
         cp = pt.tensor("cp", shape=(5,))
         return [th, cp], NChooseK.dist(th, cp)
+    if name in ("PL", "PR"):  # Plackett-Luce / PartialRanking with symbolic weights
+        w = pt.dscalar("w")
+        par = pt.tensor("u", shape=(3,)) if name == "PL" else W
+        dist = PlackettLuce if name == "PL" else PartialRanking
+        return [par, w], dist.dist(par, weights=w)
+    if name in ("PL lp", "PR lp"):  # ... with symbolic length_probs of any length
+        lp = pt.tensor("lp", shape=(None,))
+        par = pt.tensor("u", shape=(3,)) if name == "PL lp" else W
+        dist = PlackettLuce if name == "PL lp" else PartialRanking
+        return [par, lp], dist.dist(par, length_probs=lp)
     if name == "Ordinal counts":
         counts = pt.tensor("counts", shape=(3,), dtype="int64")
         return [th, counts], OrdinalNChooseK.dist(th, counts=counts)
@@ -102,6 +127,32 @@ BAD_PARAMS = [
      [0, 1, 2, 0]),
     ("Ordinal: a negative count", "Ordinal counts", [TH, np.array([3, 2, -1])], [0, 1, 0, 0]),
     ("Ordinal: NaN logits", "Ordinal counts", [NAN_TH, np.array([2, 1, 1])], [0, 1, 2, 0]),
+    ("PL: NaN utilities", "PL", [_u(1, np.nan), 1.0], [0, 1, 2]),
+    ("PL: +inf utilities", "PL", [_u(0, np.inf), 1.0], [0, 1, 2]),
+    ("PL: -inf utilities", "PL", [_u(2, -np.inf), 1.0], [0, 1, -1]),
+    ("PL: weight -1", "PL", [U3, -1.0], [0, 1, 2]),
+    ("PL: weight 1.5", "PL", [U3, 1.5], [0, 1, 2]),
+    ("PL: NaN weight", "PL", [U3, np.nan], [0, 1, 2]),
+    ("PL: negative length_probs", "PL lp", [U3, np.array([-0.1, 0.4, 0.3, 0.4])], [0, 1, -1]),
+    ("PL: length_probs summing to 2", "PL lp", [U3, 2 * LP], [0, 1, -1]),
+    ("PL: length_probs of length M", "PL lp", [U3, np.array([0.2, 0.3, 0.5])], [0, 1, -1]),
+    ("PL: length_probs of length M + 2", "PL lp", [U3, np.full(5, 0.2)], [0, 1, -1]),
+    ("PL: NaN in length_probs", "PL lp", [U3, np.array([np.nan, 0.2, 0.4, 0.4])], [0, 1, -1]),
+    ("PL lp: NaN utilities", "PL lp", [_u(1, np.nan), LP], [0, 1, -1]),
+    ("PR: NaN logits", "PR", [_w(0, 1, np.nan), 1.0], [0, 1, 2]),
+    ("PR: +inf logits", "PR", [_w(2, 2, np.inf), 1.0], [0, 1, 2]),
+    ("PR: logit 1.5e308", "PR", [_w(0, 1, 1.5e308), 1.0], [0, 1, 2]),
+    ("PR: logit -1.5e308", "PR", [_w(1, 1, -1.5e308), 1.0], [0, 1, 2]),
+    ("PR: infeasible (-inf rows)", "PR", [INFEASIBLE, 1.0], [2, 0, 1]),
+    ("PR: weight -1", "PR", [W3, -1.0], [0, 1, 2]),
+    ("PR: weight 1.5", "PR", [W3, 1.5], [0, 1, 2]),
+    ("PR: NaN weight", "PR", [W3, np.nan], [0, 1, 2]),
+    ("PR: negative length_probs", "PR lp", [W3, np.array([-0.1, 0.4, 0.3, 0.4])], [0, 1, -1]),
+    ("PR: length_probs summing to 2", "PR lp", [W3, 2 * LP], [0, 1, -1]),
+    ("PR: length_probs of length M", "PR lp", [W3, np.array([0.2, 0.3, 0.5])], [0, 1, -1]),
+    ("PR: length_probs of length M + 2", "PR lp", [W3, np.full(5, 0.2)], [0, 1, -1]),
+    ("PR: NaN in length_probs", "PR lp", [W3, np.array([np.nan, 0.2, 0.4, 0.4])], [0, 1, -1]),
+    ("PR lp: infeasible (-inf rows)", "PR lp", [INFEASIBLE, LP], [2, 0, -1]),
 ]
 
 
@@ -125,6 +176,16 @@ GOOD = [
     ("OrdinalNChooseK counts", lambda: OrdinalNChooseK.dist(TH, counts=[2, 1, 1]), [0, 1, 2, 0]),
     ("OrdinalNChooseK count_probs", lambda: OrdinalNChooseK.dist(TH, count_probs=ORD_CP),
      [0, 1, 2, 0]),
+    ("PlackettLuce", lambda: PlackettLuce.dist(U3), [0, 1, 2]),
+    ("PlackettLuce top-k", lambda: PlackettLuce.dist(U3), [0, 1, -1]),
+    ("PlackettLuce tied", lambda: PlackettLuce.dist(U3), [0, 0, 2]),
+    ("PlackettLuce length_probs top-k", lambda: PlackettLuce.dist(U3, length_probs=LP),
+     [-1, 0, -1]),
+    ("PartialRanking", lambda: PartialRanking.dist(W3), [2, 0, 1]),
+    ("PartialRanking top-k", lambda: PartialRanking.dist(W3), [-1, 0, 1]),
+    ("PartialRanking tied", lambda: PartialRanking.dist(W3), [1, 0, 1]),
+    ("PartialRanking length_probs top-k", lambda: PartialRanking.dist(W3, length_probs=LP),
+     [0, -1, -1]),
     ("OrdinalNChooseK n_levels", lambda: OrdinalNChooseK.dist(TH, n_levels=3), [0, 1, 2, 0]),
 ]
 
@@ -148,6 +209,15 @@ def test_non_integer_values_get_minus_inf(case):
     as_variable, as_literal = both(bad)
     assert np.all(as_variable == -np.inf) and np.all(as_literal == -np.inf)
     assert pm.logp(rv, [list(bad[0])]).eval() == -np.inf  # a list literal (the reproducer)
+
+
+@pytest.mark.parametrize("make", [lambda: PlackettLuce.dist(U3),
+                                  lambda: PartialRanking.dist(W3)], ids=["PL", "PR"])
+def test_rank_form_non_integer_values_are_not_truncated(make):
+    """[0.4, 1, -1] would truncate to the valid top-2 order [0, 1, -1]: it must get -inf."""
+    rv = make()
+    lp = pm.logp(rv, np.array([[0.4, 1, -1], [0.0, 1.0, -1.0], [0.0, 0.0, 2.0]])).eval()
+    assert lp[0] == -np.inf and np.all(np.isfinite(lp[1:]))
 
 
 def test_valid_parameters_still_draw():
