@@ -33,6 +33,13 @@ from pm_perm.ops.permanent import (  # noqa: E402
 TOL = 1e-10
 
 
+def _sizes(sizes, default):
+    """Parameters over ``sizes``; those not in ``default`` are marked slow (run with --runslow):
+    the default run compiles XLA programs for a representative subset only (each size is a new
+    program), the full brute-force sets run with --runslow."""
+    return [pytest.param(n, marks=() if n in default else pytest.mark.slow) for n in sizes]
+
+
 def _both_modes(inputs, outputs, *values):
     numba = pytensor.function(inputs, outputs)(*values)
     jx = pytensor.function(inputs, outputs, mode="JAX")(*values)
@@ -61,7 +68,7 @@ def _logits(rng, shape, scale=2.0, forbid=True):
     return W
 
 
-@pytest.mark.parametrize("M", range(1, 8))
+@pytest.mark.parametrize("M", _sizes(range(1, 8), (1, 3, 7)))
 def test_log_permanent_value_and_gradients(M):
     rng = np.random.default_rng(M)
     W = pt.tensor("W", shape=(None, None, M, M))
@@ -106,7 +113,7 @@ def test_log_permanent_spread_logits():
     _close(numba[1], jx[1])
 
 
-@pytest.mark.parametrize("D", range(1, 11))
+@pytest.mark.parametrize("D", _sizes(range(1, 11), (1, 4, 10)))
 def test_log_esp_value_and_gradients(D):
     rng = np.random.default_rng(100 + D)
     th = pt.tensor("th", shape=(None, D))
@@ -129,7 +136,7 @@ def test_log_esp_value_and_gradients(D):
     _close(jg, numba[1])
 
 
-@pytest.mark.parametrize("D", [3, 6, 10])
+@pytest.mark.parametrize("D", _sizes([3, 6, 10], (6,)))
 def test_expected_topk_gain(D):
     rng = np.random.default_rng(D)
     th = pt.matrix("th")
@@ -143,7 +150,7 @@ def test_expected_topk_gain(D):
     _close(_jax_grad_of_sum([th, t], g, thv, tv), numba[1])
 
 
-@pytest.mark.parametrize("M", range(1, 8))
+@pytest.mark.parametrize("M", _sizes(range(1, 8), (2, 5)))
 def test_bethe_value_and_gradients(M):
     """Same fixed point: agreement to the fixed-point tolerance (1e-9 residual -> ~1e-9)."""
     rng = np.random.default_rng(200 + M)
@@ -166,7 +173,7 @@ def test_bethe_nonconvergence_is_nan():
     assert np.isnan(value) and np.isnan(beliefs).all()
 
 
-@pytest.mark.parametrize("M", [1, 4, 7])
+@pytest.mark.parametrize("M", _sizes([1, 4, 7], (4,)))
 def test_max_weight_matching(M):
     rng = np.random.default_rng(M)
     W = pt.tensor("W", shape=(None, M, M))
@@ -184,7 +191,7 @@ def _orders(M):
     return np.array(rows, dtype=np.int64)
 
 
-@pytest.mark.parametrize("M", [3, 5, 7])
+@pytest.mark.parametrize("M", _sizes([3, 5, 7], (5,)))
 def test_partial_order_loglik(M):
     from pm_perm.ops.partial_orders import partial_order_loglik, partial_order_loglik_sum
 
@@ -203,7 +210,7 @@ def test_partial_order_loglik(M):
     _close(_jax_grad_of_sum([W, o, c], tot, Wv, ov, cv), numba[3])
 
 
-@pytest.mark.parametrize("M", [3, 5, 7])
+@pytest.mark.parametrize("M", _sizes([3, 5, 7], (5,)))
 def test_plackett_luce_loglik(M):
     from pm_perm.ops.plackett_luce import plackett_luce_loglik, plackett_luce_loglik_sum
 
