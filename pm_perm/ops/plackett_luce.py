@@ -24,6 +24,7 @@ from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_impl
 from pytensor.graph.basic import Apply, Constant, equal_computations
 from pytensor.graph.op import Op
 from pytensor.graph.rewriting.basic import node_rewriter
+from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
@@ -272,6 +273,10 @@ def fuse_plackett_luce_loglik_and_vjp(fgraph, node):
         if (isinstance(client, Apply) and client.inputs[0] is u
                 and _core(client, PlackettLuceLoglik) is not None
                 and equal_computations([client.inputs[1]], [orders])):
+            if client.outputs[0] in ancestors([g]):
+                # the cotangent depends on the values (a mixture's logsumexp over components):
+                # fusing would make the graph cyclic, so the two nodes stay apart
+                return None
             fused = PlackettLuceLoglikAndVJP()
             fused = fused if not isinstance(node.op, Blockwise) else Blockwise(fused)
             values, grad = fused(u, orders, g)

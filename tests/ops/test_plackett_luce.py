@@ -80,3 +80,25 @@ def test_bad_input():
     o = pt.lmatrix("o")
     g = pytensor.function([u, o], plackett_luce_loglik(u, o))
     assert g(np.zeros(3), np.array([[0, 5, 1]]))[0] == -np.inf   # invalid order at run time
+
+
+def test_mixture_gradient_is_not_fused_into_a_cycle():
+    """A mixture's cotangent depends on the per-order values (logsumexp over components): the
+    value/VJP fusion rewrite must leave such a graph alone (fusing it made the graph cyclic and
+    the compile of pm.find_MAP's function never finished)."""
+    rng = np.random.default_rng(3)
+
+    def mixture(u):
+        return pt.logsumexp(plackett_luce_loglik(u, ORDERS), axis=0) * np.arange(1.0, 7.0)
+
+    verify_grad(mixture, [rng.normal(size=(2, 5))], rng=rng, abs_tol=1e-6, rel_tol=1e-6)
+    u = pt.matrix("u")
+    out = pt.sum(mixture(u))
+    f = pytensor.function([u], [out, pytensor.grad(out, u)])
+    x = rng.normal(size=(2, 5))
+    eps, num = 1e-6, np.zeros_like(x)
+    for idx in np.ndindex(*x.shape):
+        d = np.zeros_like(x)
+        d[idx] = eps
+        num[idx] = (f(x + d)[0] - f(x - d)[0]) / (2 * eps)
+    np.testing.assert_allclose(f(x)[1], num, rtol=1e-5, atol=1e-6)
