@@ -111,7 +111,9 @@ def check_outputs(outputs, inputs=(), *, overwrite=False, directories=()):
                 f"{name} {path} already exists; pass --overwrite (overwrite=True) to replace "
                 "it, or choose another path"
             )
-        parent = path.parent if path.parent in created else _existing_folder(path.parent)
+        # a folder still to be created must be creatable: its parent must be writable
+        parent = (path.parent.parent if path.parent in created
+                  else _existing_folder(path.parent))
         if parent is None:
             raise OutputPathError(
                 f"{name} {path}: its folder {path.parent} does not exist (create it first)")

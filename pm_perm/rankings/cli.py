@@ -25,22 +25,37 @@ JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``
 last: MAP, or posterior mean under NUTS; ``null`` for Plackett-Luce, which has ``utilities``
 instead, and for mixtures, whose ``blocs`` list each component's weight, logits and consensus),
 ``consensus`` (item names first to last), ``consensus_posterior``, ``position_marginals``,
-``version``, ``seed``, ``settings``, ``input`` (path, size, sha256), ``diagnostics``,
-``timings``.
+``diagnostics``, ``sampler``, ``timings``, ``warnings`` (sampler, numerical and JSON
+warnings), ``output_errors`` (only when an output could not be written) and ``run``, what is
+needed to reproduce the run, as for ``pm-perm rank``
+(:func:`pm_perm.ranking.cli.run_record`: version, argv, settings, seed, draws/tune/chains,
+the input's path, size and sha256, library versions).
+
+Outputs follow :mod:`pm_perm._io`: every output path (``--json`` and the ``--plots`` files) is
+checked before the data is read; the input is never overwritten (not even with
+``--overwrite``); an existing output needs ``--overwrite``; files are written atomically, each
+on its own (one that fails does not stop the others); the JSON is strict (a non-finite number
+becomes ``null`` and a warning).
+
+Exit status: 0 success; 1 an output could not be written (the others were; the JSON lists the
+failures in ``output_errors``); 2 bad input or output path (nothing fitted or written); 3 the
+fit failed (MAP did not converge, NUTS returned incomplete or non-finite draws, a non-finite
+log-likelihood; nothing written); 130 interrupted (Ctrl-C; nothing written).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["add_rankings_parser", "run_rankings"]
+
+#: exit statuses (as ``pm-perm rank``)
+EXIT_OK, EXIT_OUTPUT_FAILED, EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 MODELS = {"plackett-luce": "plackett_luce_model", "rank-one": "rank_one_model",
           "full": "full_model"}
@@ -79,35 +94,28 @@ def add_rankings_parser(subparsers):
                      "blocs.png")
     out.add_argument("--ppc-reps", type=int, default=100, help="replicated data sets for the "
                      "posterior predictive checks (default 100)")
+    out.add_argument("--overwrite", action="store_true", help="replace output files that "
+                     "already exist (an output that is the input file is refused even then)")
     p.set_defaults(func=run_rankings)
     return p
 
 
-def _check_outputs(args):
-    """Validate every output path before any fitting; refuse to overwrite the input."""
+def plot_files(components):
+    """Names of the files ``--plots`` writes (:func:`pm_perm.rankings.plots.save_all`)."""
+    from pm_perm.rankings.plots import FIGURES
+
+    return [f for f in FIGURES if f != "blocs.png" or components > 1]
+
+
+def _check_args(args):
+    """Validate the input, the settings and every output path before any work."""
+    from pm_perm._io import check_outputs
+
     src = Path(args.data_file)
+    if src.is_dir():
+        raise ValueError(f"data file {src} is a directory; give a PrefLib file")
     if not src.is_file():
         raise FileNotFoundError(f"data file {src} not found")
-    src = src.resolve()
-    out = Path(args.json)
-    if out.resolve() == src:
-        raise ValueError(f"--json {out} is the input file: refusing to overwrite it")
-    if out.is_dir():
-        raise ValueError(f"--json {out} is a directory; give a file name")
-    if not out.resolve().parent.is_dir():
-        raise ValueError(f"--json {out}: folder {out.resolve().parent} does not exist")
-    if not os.access(out.resolve().parent, os.W_OK):
-        raise ValueError(f"--json {out}: folder {out.resolve().parent} is not writable")
-    if args.plots:
-        from pm_perm.rankings.plots import FIGURES
-
-        d = Path(args.plots)
-        if d.exists() and not d.is_dir():
-            raise ValueError(f"--plots {d} exists and is not a directory")
-        if not d.resolve().parent.is_dir():
-            raise ValueError(f"--plots {d}: folder {d.resolve().parent} does not exist")
-        if d.resolve() == src or any((d / f).resolve() == src for f in FIGURES):
-            raise ValueError(f"--plots {d} would overwrite the input file {src}")
     if not 0.0 <= args.heldout_fraction < 1.0:
         raise ValueError(f"--heldout-fraction must be in [0, 1), got {args.heldout_fraction}")
     if args.components < 1:
@@ -117,15 +125,10 @@ def _check_outputs(args):
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
     if args.starts is not None and args.starts < 1:
         raise ValueError("--starts must be >= 1")
-
-
-def _file_info(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return {"path": str(Path(path).resolve()), "size": os.path.getsize(path),
-            "sha256": h.hexdigest()}
+    if args.learn_positions and args.model != "rank-one":
+        raise ValueError("--learn-positions applies to --model rank-one only")
+    check_outputs({"--json": args.json}, [src], overwrite=args.overwrite,
+                  directories={"--plots": (args.plots, plot_files(args.components))})
 
 
 def _loglik_per_ranking(post, family, data, *, fit, max_draws, seed):
@@ -159,13 +162,12 @@ def _nuts_diagnostics(idata, family, components):
 
 
 def _fit(args, train):
+    from pm_perm._map import SamplingError, sampler_warnings
     from pm_perm.rankings import models as rmod
 
     kwargs = {"components": args.components, "prior_sigma": args.prior_sigma}
     if args.model == "rank-one":
         kwargs["learn_positions"] = args.learn_positions
-    elif args.learn_positions:
-        raise ValueError("--learn-positions applies to --model rank-one only")
     rm = getattr(rmod, MODELS[args.model])(train, **kwargs)
     if args.fit == "map":
         starts = args.starts or (1 if args.components == 1 else 3)
@@ -177,11 +179,11 @@ def _fit(args, train):
                           seed=args.seed, target_accept=args.target_accept)
     post = rmod.posterior_params(idata, args.model)
     if not all(np.all(np.isfinite(v)) for v in post.values()):
-        raise RuntimeError("NUTS returned non-finite draws: the fit failed")
+        raise SamplingError("NUTS returned non-finite draws (mixture weights or ballot-length "
+                            "probabilities); nothing is reported")
     diag = _nuts_diagnostics(idata, args.model, args.components)
-    if not diag["converged"]:
-        _status(f"warning: NUTS did not converge cleanly (max r_hat {diag['max_r_hat']:.3f}, "
-                f"{diag['divergences']} divergences): treat the results with caution")
+    for w in sampler_warnings(diag):
+        warnings.warn(w, RuntimeWarning, stacklevel=1)
     sampler = {"draws": args.draws, "tune": args.tune, "chains": args.chains,
                "target_accept": args.target_accept}
     return post, diag, sampler
@@ -196,37 +198,78 @@ def _thin(post, max_draws, seed):
 
 
 def run_rankings(args):
-    """Entry point of ``pm-perm rankings``; returns the exit status."""
-    from pm_perm import __version__
+    """Entry point of ``pm-perm rankings``; returns the exit status (see the module docstring)."""
+    from pm_perm._io import OutputPathError
+    from pm_perm.ranking.cli import run_record
 
     t0 = time.perf_counter()
     try:
-        _check_outputs(args)
-        from pm_perm.rankings.data import read_preflib
+        _check_args(args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            from pm_perm.rankings.data import read_preflib
 
-        data = read_preflib(args.data_file)
-        info = _file_info(args.data_file)
-        if args.heldout_fraction > 0:
-            train, heldout = data.split_ballots(args.heldout_fraction,
-                                                np.random.default_rng(args.seed))
-        else:
-            train, heldout = data, None
-        _status(f"{data.n_rankings} ballots ({data.n_distinct} distinct) over {data.n_items} "
-                f"items; fitting {args.model} (K={args.components}) by {args.fit.upper()} on "
-                f"{train.n_rankings} ballots")
-        t_fit = time.perf_counter()
-        post, diag, sampler = _fit(args, train)
-        t_fit = time.perf_counter() - t_fit
-        result = _report(args, data, train, heldout, post, diag)
-    except (ValueError, FileNotFoundError, RuntimeError) as err:
+            data = read_preflib(args.data_file)
+            if args.heldout_fraction > 0:
+                train, heldout = data.split_ballots(args.heldout_fraction,
+                                                    np.random.default_rng(args.seed))
+            else:
+                train, heldout = data, None
+            _status(f"{data.n_rankings} ballots ({data.n_distinct} distinct) over "
+                    f"{data.n_items} items; fitting {args.model} (K={args.components}) by "
+                    f"{args.fit.upper()} on {train.n_rankings} ballots")
+            t_fit = time.perf_counter()
+            post, diag, sampler = _fit(args, train)
+            t_fit = time.perf_counter() - t_fit
+            result, figures = _report(args, data, train, heldout, post, diag)
+    except KeyboardInterrupt:
+        print("pm-perm rankings: interrupted (Ctrl-C) before the fit finished; nothing was "
+              "written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (OutputPathError, ValueError, OSError) as err:
         print(f"pm-perm rankings: error: {err}", file=sys.stderr)
-        return 2
-    result.update(version=__version__, seed=args.seed, input=info, sampler=sampler,
-                  settings={k: v for k, v in vars(args).items() if k != "func"})
+        return EXIT_BAD_INPUT
+    except RuntimeError as err:  # MapFitError, SamplingError, non-finite log-likelihoods
+        print(f"pm-perm rankings: the fit failed, nothing was written: {err}", file=sys.stderr)
+        return EXIT_FIT_FAILED
+    result["warnings"] = list(dict.fromkeys(str(w.message).strip() for w in caught))
+    for w in result["warnings"]:
+        print(f"pm-perm rankings: warning: {w}", file=sys.stderr)
+    result["sampler"] = sampler
     result["timings"] = {"fit": round(t_fit, 3), "total": round(time.perf_counter() - t0, 3)}
+    result["run"] = run_record(args, [args.data_file])
     print(format_summary(result))
-    _write_json(result, args.json)
-    return 0
+    return _write_outputs(args, result, figures)
+
+
+def _write_outputs(args, result, figures):
+    """Write the figures, then the JSON; one failing does not stop the other (exit status 1)."""
+    import json
+
+    from pm_perm._io import to_strict_json, write_text
+
+    failed = []
+    if figures is not None:
+        from pm_perm.rankings.plots import save_all
+
+        _status("saving plots")
+        try:
+            result["plots"] = save_all(args.plots, **figures)
+        except Exception as err:  # noqa: BLE001 - reported, the JSON is still written
+            failed.append(f"--plots {args.plots}: {type(err).__name__}: {err}")
+    try:
+        if failed:
+            result["output_errors"] = list(failed)
+        data, notes = to_strict_json(result)
+        data["warnings"] = data["warnings"] + notes
+        for w in notes:
+            print(f"pm-perm rankings: warning: {w}", file=sys.stderr)
+        write_text(args.json, json.dumps(data, indent=2, allow_nan=False) + "\n")
+    except Exception as err:  # noqa: BLE001
+        failed.append(f"--json {args.json}: {type(err).__name__}: {err}")
+    for msg in failed:
+        print(f"pm-perm rankings: error: could not write {msg}", file=sys.stderr)
+    return EXIT_OUTPUT_FAILED if failed else EXIT_OK
 
 
 def _report(args, data, train, heldout, post, diag):
@@ -266,41 +309,29 @@ def _report(args, data, train, heldout, post, diag):
              "consensus": [names[i] for i in analysis.consensus_posterior(
                  {**one, "params": mean[None, k:k + 1]}, family, top=1)[0][0]]}
             for k in range(K)]
+    figures = None
     if args.plots:
-        from pm_perm.rankings.plots import save_all
-
-        _status("posterior predictive checks and plots")
+        _status("posterior predictive checks")
         ppc = analysis.ppc_summary(train, small, family, n_reps=args.ppc_reps, rng=args.seed)
-        profiles = analysis.component_position_marginals(small, family, rng=args.seed)
-        result["plots"] = save_all(
-            args.plots, item_names=names, marginals=marg, consensus=consensus, ppc=ppc,
+        figures = dict(
+            item_names=names, marginals=marg, consensus=consensus, ppc=ppc,
             pairwise=analysis.pairwise_probabilities(small, family, rng=args.seed,
                                                      n_per_draw=max(20, 20_000 // len(
                                                          small["params"]))),
-            profiles=profiles, weights=small["weights"].mean(axis=0))
+            profiles=analysis.component_position_marginals(small, family, rng=args.seed),
+            weights=small["weights"].mean(axis=0))
         result["ppc"] = {k: {kk: np.asarray(vv).tolist() for kk, vv in v.items()}
                          for k, v in ppc.items()}
-    return result
-
-
-def _write_json(result, path):
-    """Write ``result`` to ``path`` atomically (temporary file in the same folder, renamed)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w") as fh:
-            json.dump(result, fh, indent=2)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    return result, figures
 
 
 def format_summary(result):
     """A few lines for the terminal: fit per ballot and the consensus."""
+
     lines = [f"{result['model']} (K={result['components']}, {result['fit']}): "
              f"{result['n_rankings']} ballots over {result['n_items']} items"]
-    lines.append(f"  train   log-likelihood per ballot {result['train']['loglik_per_ranking']:.4f}")
+    lines.append(f"  train   log-likelihood per ballot "
+                 f"{result['train']['loglik_per_ranking']:.4f}")
     if result["heldout"]["loglik_per_ranking"] is not None:
         lines.append(f"  heldout log-likelihood per ballot "
                      f"{result['heldout']['loglik_per_ranking']:.4f} "

@@ -45,6 +45,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pm_perm._map import MapFitError, checked_sample
+
 __all__ = [
     "FAMILIES",
     "RankingModel",
@@ -278,8 +280,8 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
 
     Starts are the model's initial point with U(-1, 1) jitter (seeded from ``seed``), which
     breaks the symmetry between mixture components. A start whose optimiser does not report
-    convergence is discarded; if none converges a ``RuntimeError`` says so (a failed fit is
-    never returned as a result).
+    convergence is discarded; if none converges a :class:`pm_perm._map.MapFitError` (a
+    ``RuntimeError``) says so (a failed fit is never returned as a result).
 
     Returns
     -------
@@ -305,7 +307,7 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
             point = {k: np.asarray(v.values)[0, 0] for k, v in idata["posterior"].items()}
             best = (logp, int(res["nit"].values), message, point)
     if best is None:
-        raise RuntimeError(f"MAP fit of the {rm.family} model (K={rm.components}) failed: the "
+        raise MapFitError(f"MAP fit of the {rm.family} model (K={rm.components}) failed: the "
                            f"optimiser did not converge from any of {n_starts} start(s): "
                            f"{messages}")
     point = best[3]
@@ -316,17 +318,25 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
 
 def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
              progressbar=False, **kwargs):
-    """NUTS posterior (``pm.sample``); mixture draws are relabelled (:func:`relabel_components`).
+    """NUTS posterior (``pm.sample`` through :func:`pm_perm._map.checked_sample`); mixture draws
+    are relabelled (:func:`relabel_components`).
 
     Returns
     -------
     arviz.InferenceData / DataTree
         With ``posterior`` holding the model's variables (relabelled for K > 1).
+
+    Raises
+    ------
+    pm_perm._map.SamplingInterrupted
+        Ctrl-C during sampling (a ``KeyboardInterrupt``; the draws so far are discarded).
+    pm_perm._map.SamplingError
+        Fewer draws than requested or non-finite draws of the order model's parameters.
     """
-    with rm.model:
-        idata = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
-                          target_accept=target_accept, progressbar=progressbar,
-                          compute_convergence_checks=False, **kwargs)
+    idata, _ = checked_sample(rm.model, var=_param_name(rm.family), draws=draws, tune=tune,
+                              chains=chains, random_seed=seed, target_accept=target_accept,
+                              progressbar=progressbar, compute_convergence_checks=False,
+                              **kwargs)
     if rm.components > 1:
         relabel_components(idata, rm.family)
     return idata

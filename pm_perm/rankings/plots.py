@@ -6,7 +6,6 @@ the standard set used by ``pm-perm rankings --plots`` and the guide's example.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +132,8 @@ def save_all(directory, *, item_names, marginals, pairwise, consensus, ppc=None,
     """Write the standard figures to ``directory`` (created); returns the list of paths.
 
     ``positions.png``, ``pairwise.png``, ``consensus.png``, and with ``ppc`` ``ppc.png``, with
-    ``profiles`` (K > 1) ``blocs.png``. Each file is written to a temporary name and renamed.
+    ``profiles`` (K > 1) ``blocs.png``. Each file is written atomically
+    (:func:`pm_perm._io.save_figure`).
     """
     plt = _plt()
     out = Path(directory)
@@ -145,11 +145,12 @@ def save_all(directory, *, item_names, marginals, pairwise, consensus, ppc=None,
         figs["ppc.png"] = plot_ppc(ppc, item_names)[0]
     if profiles is not None and len(profiles) > 1:
         figs["blocs.png"] = plot_bloc_profiles(profiles, weights, item_names)[0]
+    from pm_perm._io import save_figure
+
     paths = []
     for name, fig in figs.items():
-        tmp = out / f".{name}.tmp.png"  # written whole, then renamed: never a half-written file
-        fig.savefig(tmp, dpi=110)
-        plt.close(fig)
-        os.replace(tmp, out / name)
-        paths.append(str(out / name))
+        try:
+            paths.append(save_figure(fig, out / name, dpi=110))
+        finally:
+            plt.close(fig)
     return paths

@@ -1,11 +1,15 @@
 """``pm-perm rankings`` end to end on a small generated PrefLib file."""
 
+import hashlib
 import json
+import os
 
 import numpy as np
 import pytest
 
 from pm_perm.cli import main
+from pm_perm.rankings import cli as rankings_cli
+from pm_perm.rankings import models as rmod
 from pm_perm.rankings.data import read_preflib, write_preflib
 from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
 from tests.rankings._brute import mixture_loglik
@@ -38,8 +42,7 @@ def test_map_end_to_end(ballots, tmp_path, capsys):
         ll, _ = mixture_loglik("full", W[None], np.ones(1), d.orders)
         assert res[name]["loglik_per_ranking"] == pytest.approx(d.counts @ ll / d.n_rankings,
                                                                 rel=1e-8)
-    assert res["input"]["size"] == ballots.stat().st_size and len(res["input"]["sha256"]) == 64
-    assert res["seed"] == 3 and "version" in res and res["diagnostics"]["n_converged"] == 1
+    assert res["run"]["seed"] == 3 and res["diagnostics"]["n_converged"] == 1
     assert "consensus" in capsys.readouterr().out
 
 
@@ -55,14 +58,27 @@ def test_mixture_and_plots(ballots, tmp_path):
     assert res["heldout"]["loglik_per_ranking"] is None and res["heldout"]["n_rankings"] == 0
 
 
+@pytest.fixture
+def no_fit(monkeypatch):
+    """Fail the test if the data is read or a fit starts (errors must come before any work)."""
+    def boom(*a, **k):
+        raise AssertionError("work started before the outputs were checked")
+    monkeypatch.setattr(rmod, "fit_map", boom)
+    monkeypatch.setattr(rmod, "fit_nuts", boom)
+    monkeypatch.setattr(rankings_cli, "_fit", boom)
+
+
 @pytest.mark.parametrize("extra, match", [
     (["--json", "{input}"], "refusing to overwrite"),
     (["--json", "{tmp}/missing/out.json"], "does not exist"),
-    (["--json", "{tmp}/o.json", "--plots", "{input}"], "not a directory"),
+    (["--json", "{tmp}/o.json", "--plots", "{input}"], "input file"),
+    (["--json", "{tmp}/o.json", "--plots", "{tmp}/no/such/plots"], "does not exist"),
+    (["--json", "{tmp}"], "is a directory"),
+    (["--json", "{tmp}/o.json", "--model", "full", "--learn-positions"], "rank-one only"),
     (["--json", "{tmp}/o.json", "--heldout-fraction", "1.0"], "heldout-fraction"),
     (["--json", "{tmp}/o.json", "--components", "0"], "components"),
 ])
-def test_bad_outputs_fail_before_fitting(ballots, tmp_path, capsys, extra, match):
+def test_bad_outputs_fail_before_fitting(ballots, tmp_path, capsys, no_fit, extra, match):
     before = ballots.read_bytes()
     args = [a.format(input=ballots, tmp=tmp_path) for a in extra]
     assert main(["rankings", str(ballots)] + args) == 2
@@ -73,6 +89,169 @@ def test_bad_outputs_fail_before_fitting(ballots, tmp_path, capsys, extra, match
 def test_missing_input(tmp_path, capsys):
     assert main(["rankings", str(tmp_path / "none.soi"), "--json", str(tmp_path / "o.json")]) == 2
     assert "not found" in capsys.readouterr().err
+    assert main(["rankings", str(tmp_path), "--json", str(tmp_path / "o.json")]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("spelling", ["{dir}/./small.soi", "{dir}/../{name}/small.soi",
+                                      "{dir}/link.soi", "relative"])
+@pytest.mark.parametrize("where", ["--json", "--plots"])
+def test_input_as_output_refused_even_with_overwrite(ballots, tmp_path, capsys, monkeypatch,
+                                                     no_fit, spelling, where):
+    (tmp_path / "link.soi").symlink_to(ballots)
+    before = _digest(ballots)
+    path = spelling.format(dir=tmp_path, name=tmp_path.name)
+    if spelling == "relative":
+        monkeypatch.chdir(tmp_path)
+        path = "./small.soi"
+    args = (["--json", path] if where == "--json"
+            else ["--json", str(tmp_path / "o.json"), "--plots", path])
+    assert main(["rankings", str(ballots), *args, "--overwrite"]) == 2
+    assert "input file" in capsys.readouterr().err
+    assert _digest(ballots) == before and not (tmp_path / "o.json").exists()
+
+
+def test_existing_json_needs_overwrite(ballots, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    out.write_text("precious")
+    assert main(["rankings", str(ballots), "--json", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err and out.read_text() == "precious"
+    assert main(["rankings", str(ballots), "--json", str(out), "--overwrite"]) == 0
+    assert json.loads(out.read_text())["model"] == "full"
+
+
+def test_existing_plot_needs_overwrite(ballots, tmp_path, capsys, no_fit):
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    (plots / "ppc.png").write_text("old")
+    assert main(["rankings", str(ballots), "--json", str(tmp_path / "o.json"),
+                 "--plots", str(plots)]) == 2
+    assert "ppc.png already exists" in capsys.readouterr().err
+    assert (plots / "ppc.png").read_text() == "old"
+
+
+def test_unwritable_folder_refused_before_fitting(ballots, tmp_path, capsys, monkeypatch,
+                                                  no_fit):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    if os.geteuid() == 0:  # root may write anywhere: make the folder look read-only
+        real = os.access
+        monkeypatch.setattr(os, "access", lambda p, mode, **k: (
+            False if (mode & os.W_OK) and os.path.abspath(p) == str(locked) else real(p, mode)))
+    try:
+        assert main(["rankings", str(ballots), "--json", str(locked / "o.json")]) == 2
+        assert "not writable" in capsys.readouterr().err
+        # a plots folder to be created inside the read-only folder
+        assert main(["rankings", str(ballots), "--json", str(tmp_path / "o.json"),
+                     "--plots", str(locked / "plots")]) == 2
+        assert "not writable" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["locked", "small.soi"]
+    assert list(locked.iterdir()) == []
+
+
+def _strict_load(path):
+    def refuse(token):
+        raise ValueError(f"non-strict JSON token {token}")
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def test_json_is_strict_and_records_the_run(ballots, tmp_path, monkeypatch):
+    import pm_perm
+
+    out = tmp_path / "out.json"
+    real = rankings_cli._report
+
+    def with_nan(*a, **k):  # a non-finite number somewhere in the result
+        result, figures = real(*a, **k)
+        result["diagnostics"]["log_posterior"] = float("nan")
+        return result, figures
+
+    monkeypatch.setattr(rankings_cli, "_report", with_nan)
+    assert main(["rankings", str(ballots), "--json", str(out), "--seed", "5"]) == 0
+    res = _strict_load(out)
+    assert res["diagnostics"]["log_posterior"] is None
+    assert any("log_posterior" in w and "null" in w for w in res["warnings"])
+    run = res["run"]
+    assert run["pm_perm_version"] == pm_perm.__version__ and run["seed"] == 5
+    assert run["settings"]["model"] == "full" and run["settings"]["overwrite"] is False
+    assert run["draws"] is None and run["chains"] is None and isinstance(run["argv"], list)
+    [rec] = run["inputs"]
+    assert rec == {"path": str(ballots.resolve()), "size": ballots.stat().st_size,
+                   "sha256": _digest(ballots)}
+    assert set(run["versions"]) >= {"pymc", "pytensor", "numba", "numpy", "scipy"}
+    for key in ("model", "n_items", "n_rankings", "logits", "consensus"):
+        assert key in res
+    assert set(res["train"]) >= {"loglik_per_ranking"}
+    assert set(res["heldout"]) >= {"loglik_per_ranking", "n_rankings"}
+
+
+def test_failing_plots_do_not_lose_the_json(ballots, tmp_path, capsys, monkeypatch):
+    from pm_perm.rankings import plots as rplots
+
+    def disk_full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rplots, "save_all", disk_full)
+    out = tmp_path / "out.json"
+    assert main(["rankings", str(ballots), "--json", str(out), "--plots",
+                 str(tmp_path / "plots"), "--ppc-reps", "5"]) == 1
+    assert "could not write --plots" in capsys.readouterr().err
+    res = _strict_load(out)
+    assert "No space left" in res["output_errors"][0] and res["consensus"][0] == "A"
+
+
+def test_map_failure_exits_3(ballots, tmp_path, capsys, monkeypatch):
+    from pm_perm._map import MapFitError
+
+    def fails(*a, **k):
+        raise MapFitError("MAP fit of the full model (K=1) failed: did not converge")
+
+    monkeypatch.setattr(rmod, "fit_map", fails)
+    out = tmp_path / "out.json"
+    assert main(["rankings", str(ballots), "--json", str(out)]) == 3
+    err = capsys.readouterr().err
+    assert "the fit failed, nothing was written" in err and "did not converge" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("fit", ["map", "nuts"])
+def test_interrupt_exits_130_and_writes_nothing(ballots, tmp_path, capsys, monkeypatch, fit):
+    from pm_perm._map import SamplingInterrupted
+
+    def interrupted(*a, **k):
+        raise (KeyboardInterrupt() if fit == "map" else SamplingInterrupted("Ctrl-C"))
+
+    monkeypatch.setattr(rmod, f"fit_{fit}", interrupted)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["rankings", str(ballots), "--fit", fit, "--json", str(tmp_path / "o.json"),
+                 "--plots", str(tmp_path / "plots")]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_nuts_nan_draws_are_a_fit_failure(ballots, tmp_path, capsys, monkeypatch):
+    """checked_sample refuses non-finite draws: exit 3, nothing written."""
+    import pymc as pm
+
+    def nan_sample(*a, **k):
+        import arviz as az
+
+        W = np.full((k["chains"], k["draws"], 4, 4), np.nan)
+        return az.from_dict({"posterior": {"W": W}, "sample_stats": {
+            "diverging": np.zeros((k["chains"], k["draws"]), bool)}})
+
+    monkeypatch.setattr(pm, "sample", nan_sample)
+    out = tmp_path / "o.json"
+    assert main(["rankings", str(ballots), "--fit", "nuts", "--draws", "5", "--tune", "5",
+                 "--chains", "1", "--json", str(out)]) == 3
+    assert "non-finite draws" in capsys.readouterr().err and not out.exists()
 
 
 @pytest.mark.slow
