@@ -31,6 +31,7 @@ FIGURES=(
   "ranking_consistency|about 14 min [data]|examples/ranking_consistency.py --folds 1 2 3 4 5 --sizes 10 30 100 300 0 --repeats 3 --out $OUT/ranking_consistency|$OUT/ranking_consistency.png:guide/ranking_consistency.png"
   "ranking_shapes|about 11 min [data]|examples/ranking_shapes.py --fold 1 --out $OUT/ranking_shapes.png|$OUT/ranking_shapes.png:guide/ranking_shapes.png"
   "rankings_meath|not timed (two Meath MAP fits) [data]|examples/rankings_meath.py --out $OUT/rankings_meath|$OUT/rankings_meath/rankings_meath_ppc_one.png:guide/rankings_meath_ppc_one.png $OUT/rankings_meath/rankings_meath_ppc_mix.png:guide/rankings_meath_ppc_mix.png $OUT/rankings_meath/rankings_meath_positions.png:guide/rankings_meath_positions.png $OUT/rankings_meath/rankings_meath_blocs.png:guide/rankings_meath_blocs.png"
+  "sbc_rankings|about 7 min|benchmarks/sbc.py --models rankings_full --reps 200 --out $OUT/sbc_rankings|$OUT/sbc_rankings/sbc_rankings_full.png:guide/sbc_rankings_full.png"
   "sbc|hours|benchmarks/sbc.py --models matching ranking nchoosek ordinal --reps 200 --out $OUT/sbc|$OUT/sbc/sbc_matching.png:guide/sbc_matching.png $OUT/sbc/sbc_ranking.png:guide/sbc_ranking.png $OUT/sbc/sbc_nchoosek.png:guide/sbc_nchoosek.png $OUT/sbc/sbc_ordinal.png:guide/sbc_ordinal.png"
 )
 

@@ -141,3 +141,24 @@ def _jax_plackett_luce_vjp(op, node=None, **kwargs):
 @jax_funcify.register(pl_ops.PlackettLuceLoglikSum)
 def _jax_plackett_luce_sum(op, node=None, **kwargs):
     return _pl_sum
+
+
+def _values_and_vjp(loglik):
+    """JAX body of the fused Ops (per-order values and the gradient of ``sum_n g_n loglik_n``)
+    that the numba graph rewrites create: the same host kernel as the unfused Ops."""
+
+    def values_and_vjp(x, orders, g):
+        values, vjp = jax.vjp(lambda y: loglik(y, orders), x)
+        return values, vjp(g)[0]
+
+    return values_and_vjp
+
+
+@jax_funcify.register(po_ops.PartialOrderLoglikAndGrad)
+def _jax_partial_order_loglik_and_grad(op, node=None, **kwargs):
+    return _values_and_vjp(_po_loglik)
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglikAndVJP)
+def _jax_plackett_luce_loglik_and_vjp(op, node=None, **kwargs):
+    return _values_and_vjp(_pl_loglik)
