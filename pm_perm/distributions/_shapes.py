@@ -8,7 +8,7 @@ from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 
-__all__ = ["check_observed_batch"]
+__all__ = ["check_observed_batch", "static_last_dim"]
 
 
 def _static_shape(x):
@@ -20,6 +20,15 @@ def _static_shape(x):
     if isinstance(shape, np.ndarray) and shape.dtype.kind in "iu":
         return tuple(int(s) for s in shape)
     return None
+
+
+def static_last_dim(x):
+    """The last dimension of parameter ``x`` when it is known before run time (a literal, or a
+    shape PyTensor can constant-fold), else ``None`` (also for ``x=None``)."""
+    if x is None:
+        return None
+    (n,) = constant_fold([pt.as_tensor_variable(x).shape[-1]], raise_not_constant=False)
+    return int(n) if isinstance(n, np.ndarray | np.integer | int) else None
 
 
 def check_observed_batch(dist_name, observed, params):

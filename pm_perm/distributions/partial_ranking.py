@@ -16,7 +16,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch
+from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
 from pm_perm.distributions._values import integer_rows
 from pm_perm.distributions.cardinality import _select_last
 from pm_perm.kernels._version import code_version
@@ -214,13 +214,7 @@ class PartialRanking(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         if observed is not None:  # before PyMC casts it to int64
             logits = kwargs.get("logits", args[0] if args else None)
-            M = None
-            if logits is not None:
-                (M,) = constant_fold(
-                    [pt.as_tensor_variable(logits).shape[-1]], raise_not_constant=False
-                )
-                M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
-            _check_observed(observed, M)
+            _check_observed(observed, static_last_dim(logits))
             params = [("logits", logits, 2), ("weights", kwargs.get("weights"), 0)]
             check_observed_batch("PartialRanking", observed, params)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)

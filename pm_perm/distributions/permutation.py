@@ -12,13 +12,12 @@ import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import maybe_resize, rv_size_is_none
 from pymc.logprob.abstract import _logprob
-from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch
+from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.huber_law import (
@@ -280,13 +279,7 @@ class PermutationExpFamily(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         if observed is not None:  # before PyMC casts it to int64 or imputes NaNs
             logits = kwargs.get("logits", args[0] if args else None)
-            M = None
-            if logits is not None:
-                (M,) = constant_fold(
-                    [pt.as_tensor_variable(logits).shape[-1]], raise_not_constant=False
-                )
-                M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
-            _check_observed(observed, M)
+            _check_observed(observed, static_last_dim(logits))
             check_observed_batch("PermutationExpFamily", observed, [("logits", logits, 2)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 

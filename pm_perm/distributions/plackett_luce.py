@@ -11,13 +11,12 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
-from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch
+from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
 from pm_perm.distributions._values import integer_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
@@ -174,12 +173,7 @@ class PlackettLuce(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         if observed is not None:  # before PyMC casts it to int64
             u = kwargs.get("utilities", args[0] if args else None)
-            M = None
-            if u is not None:
-                (M,) = constant_fold([pt.as_tensor_variable(u).shape[-1]],
-                                     raise_not_constant=False)
-                M = int(M) if isinstance(M, np.ndarray | np.integer | int) else None
-            _check_observed(observed, M)
+            _check_observed(observed, static_last_dim(u))
             params = [("utilities", u, 1), ("weights", kwargs.get("weights"), 0)]
             check_observed_batch("PlackettLuce", observed, params)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
