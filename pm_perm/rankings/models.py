@@ -61,6 +61,7 @@ __all__ = [
     "posterior_params",
     "rank_one_model",
     "relabel_components",
+    "set_counts",
 ]
 
 FAMILIES = ("plackett-luce", "rank-one", "full")
@@ -80,13 +81,17 @@ class RankingModel:
         One of ``FAMILIES``.
     components : int
     data : RankingData
-        The data the likelihood was built on.
+        The ballots the model currently holds (after :func:`set_counts`, the fold's ballots).
+    built_on : RankingData or None
+        The data whose distinct orders the model's likelihood holds, when it differs from
+        ``data`` (set by :func:`set_counts`, whose counts align with these orders).
     """
 
     model: pm.Model
     family: str
     components: int
     data: object
+    built_on: object = None
 
 
 def component_logliks(family, params, orders):
@@ -139,19 +144,24 @@ def _likelihood(family, params, data, components):
     """Mixture (or single) log-likelihood of all ballots, plus the ballot-length model."""
     M = data.n_items
     lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
+    # The counts are data containers, not constants: a refit on new counts of the same distinct
+    # orders (cross-validation folds, bootstrap) with pm.set_data reuses the compiled functions.
+    counts = pm.Data("counts", data.counts.astype(np.float64))
+    n_ballots = pm.Data("n_ballots", np.int64(data.n_rankings))
+    length_counts = pm.Data("length_counts", lengths.astype(np.int64), dims="length")
     length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
-    pm.Multinomial("ballot_lengths", n=int(data.n_rankings), p=length_probs,
-                   observed=lengths.astype(np.int64), dims="length")
+    pm.Multinomial("ballot_lengths", n=n_ballots, p=length_probs, observed=length_counts,
+                   dims="length")
     if components == 1:
         if family == "plackett-luce":
             from pm_perm.ops.plackett_luce import plackett_luce_loglik_sum as loglik_sum
         else:
             from pm_perm.ops.partial_orders import partial_order_loglik_sum as loglik_sum
-        total = loglik_sum(params[0], data.orders, data.counts)
+        total = loglik_sum(params[0], data.orders, counts)
     else:
         w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
         ll = component_logliks(family, params, data.orders)
-        total = pt.sum(data.counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0))
+        total = pt.sum(counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0))
     pm.Potential("ballots", total)
 
 
@@ -273,6 +283,47 @@ def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item
 
 def _param_name(family):
     return "u" if family == "plackett-luce" else "W"
+
+
+def set_counts(rm, counts):
+    """The same model with new counts of its distinct orders (e.g. a cross-validation fold).
+
+    The counts, the number of ballots and the ballot-length counts are ``pm.Data`` containers
+    of the model, so this changes them in place (``pm.set_data``) and the next fit reuses the
+    functions PyTensor compiled for the previous one (a K = 2 full model on APA 1998: 1.6-1.9 s
+    of CPU per refit, 17 s for the first fit, which compiles).
+
+    Parameters
+    ----------
+    rm : RankingModel
+        A model built by one of this module's builders (or returned by ``set_counts``).
+    counts : array_like of int, shape (n_distinct,)
+        New counts, aligned with the orders of the data the model was BUILT on; zeros allowed
+        (an order absent from a fold).
+
+    Returns
+    -------
+    RankingModel
+        With ``data`` the new ballots (orders with count 0 dropped) and ``built_on`` the data
+        the counts align with. The ``pm.Model`` object is the same as ``rm``'s, now holding the
+        new counts: do not go on using ``rm`` with its old counts.
+    """
+    base = rm.built_on if rm.built_on is not None else rm.data
+    counts = _checked_counts(counts, base.n_distinct)
+    if counts.sum() == 0:
+        raise ValueError("set_counts: all counts are zero (no ballots to fit)")
+    lengths = np.bincount(base.ranked_lengths(), weights=counts, minlength=base.n_items + 1)
+    pm.set_data({"counts": counts.astype(np.float64), "n_ballots": np.int64(counts.sum()),
+                 "length_counts": lengths.astype(np.int64)}, model=rm.model)
+    return RankingModel(rm.model, rm.family, rm.components, base.with_counts(counts), base)
+
+
+def _checked_counts(counts, n):
+    c = np.asarray(counts)
+    if c.dtype.kind not in "iu" or c.shape != (n,) or (c < 0).any():
+        raise ValueError(f"counts must be {n} non-negative integers (one per distinct order of "
+                         f"the model's data); got dtype {c.dtype}, shape {c.shape}")
+    return c.astype(np.int64)
 
 
 def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):

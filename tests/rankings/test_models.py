@@ -177,3 +177,24 @@ def test_failed_map_is_an_error():
     data = simulate_rankings(200, utilities=[1.0, 0.0, -1.0], rng=10)
     with pytest.raises(RuntimeError, match="did not converge"):
         rmod.fit_map(rmod.plackett_luce_model(data), maxiter=1)
+
+
+@pytest.mark.parametrize("family, builder, K", [
+    ("plackett-luce", rmod.plackett_luce_model, 1), ("full", rmod.full_model, 2)])
+def test_set_counts_refits_like_a_model_built_on_the_fold(family, builder, K):
+    data = simulate_rankings(400, logits=rank_one_logits(np.array([1.0, 0.3, -0.2, -1.1])),
+                             length_probs=LENGTHS, rng=5)
+    fold = np.random.default_rng(6).binomial(data.counts, 0.5)
+    refit = rmod.set_counts(builder(data, components=K), fold)
+    fresh = builder(data.with_counts(fold), components=K)  # zero-count orders dropped
+    assert refit.data.n_rankings == fold.sum()
+    # the same log posterior at the same parameters (zero-count orders contribute nothing)
+    point = fresh.model.initial_point()
+    point = {k: v + np.random.default_rng(7).normal(size=np.shape(v)) * 0.5
+             for k, v in point.items()}
+    np.testing.assert_allclose(refit.model.compile_logp()(point),
+                               fresh.model.compile_logp()(point), rtol=1e-12)
+    with pytest.raises(ValueError, match="non-negative integers"):
+        rmod.set_counts(refit, -fold)
+    with pytest.raises(ValueError, match="all counts are zero"):
+        rmod.set_counts(refit, np.zeros_like(fold))
