@@ -13,8 +13,9 @@ output, benchmark commands), are not run.
 **Not run, visibly.** A block whose first line is a comment ``# not run by the docs test: REASON``
 (for example, it needs data that is not in the repository, takes minutes, installs packages, or
 is a template in which ``x`` stands for your data) is not run; the reader sees the reason in the
-code, and the test reports it. The older, invisible form, the line
-``<!-- docs-test: skip (REASON) -->`` just before the block, is still understood.
+code, and the test reports it. The older form, the line ``<!-- docs-test: skip (REASON) -->``
+just before the block, is still understood but the reader cannot see it, so a page of the nav
+that uses it fails ``test_not_run_reasons_are_visible`` with the line to change.
 
 **Slow pages.** A page whose blocks take more than about 20 s in all is in ``SLOW_PAGES`` (with
 its cost) and runs only with ``--runslow``; the default run stays fast.
@@ -217,6 +218,16 @@ def test_every_nav_page_with_code_is_run():
     assert set(SLOW_PAGES) <= set(pages), "SLOW_PAGES names a page without code or not in the nav"
     missing = [page for page in nav_pages() if not (DOCS / page).is_file()]
     assert not missing, f"pages of mkdocs.yml's nav not in docs/: {missing}"
+
+
+def test_not_run_reasons_are_visible():
+    """Every block that is not run says why in its code, where the reader of the site sees it."""
+    hidden = [f"docs/{page}:{i}" for page in nav_pages()
+              for i, line in enumerate((DOCS / page).read_text().splitlines(), 1)
+              if SKIP.match(line.strip())]
+    assert not hidden, ("blocks skipped by an HTML comment the reader cannot see; make the "
+                        "block's first line '# not run by the docs test: REASON' instead: "
+                        + ", ".join(hidden))
 
 
 def test_readme_shows_the_outputs_of_getting_started():
