@@ -1,5 +1,5 @@
-"""Every code block of Getting started and of the how-to guides (the pages of mkdocs.yml's
-"How-to guides" section, in nav order) runs, and prints what the page shows.
+"""Every code block of every page of the documentation site (mkdocs.yml's nav: Getting started,
+the how-to guides, the Explanation pages, ...) runs, and prints what the page shows.
 
 Each page's fenced blocks run top to bottom in one namespace (``python`` blocks in this process,
 ``bash`` blocks in a shell), in a temporary working folder, with ``pm-perm`` and ``python`` on the
@@ -7,8 +7,18 @@ PATH running this checkout's CLI and this interpreter. A ``text`` block that dir
 ``python`` or ``bash`` block is that block's expected standard output: the words must match
 exactly and every number within a tolerance (``rtol=0.05``, ``atol=0.02``: the pages print
 rounded figures of seeded fits, and the last digit of a sampler's summary may move with the
-platform). A block preceded by the line ``<!-- docs-test: skip (reason) -->`` is not run (it
-needs data or installs something), and the test reports it with its reason.
+platform). Blocks in other languages, or with none (``` ``` ```: commands shown with their
+output, benchmark commands), are not run.
+
+**Not run, visibly.** A block whose first line is a comment ``# not run by the docs test: REASON``
+(for example, it needs data that is not in the repository, takes minutes, installs packages, or
+is a template in which ``x`` stands for your data) is not run; the reader sees the reason in the
+code, and the test reports it. The older form, the line ``<!-- docs-test: skip (REASON) -->``
+just before the block, is still understood but the reader cannot see it, so a page of the nav
+that uses it fails ``test_not_run_reasons_are_visible`` with the line to change.
+
+**Slow pages.** A page whose blocks take more than about 20 s in all is in ``SLOW_PAGES`` (with
+its cost) and runs only with ``--runslow``; the default run stays fast.
 
 After a deliberate change of an example,
 ``PM_PERM_DOCS_UPDATE=1 pytest tests/test_docs_examples.py`` writes the new outputs into the
@@ -35,19 +45,27 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 
-def howto_pages() -> list[str]:
-    """The pages of mkdocs.yml's "How-to guides" section, in nav order (its index excluded)."""
-    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
-    section = next(entry["How-to guides"] for entry in nav
-                   if isinstance(entry, dict) and "How-to guides" in entry)
-    pages = [e if isinstance(e, str) else next(iter(e.values())) for e in section]
-    return [page for page in pages if Path(page).name != "index.md"]
+def nav_pages() -> list[str]:
+    """Every page of mkdocs.yml's nav, in nav order."""
+    def walk(entries):
+        for entry in entries:
+            if isinstance(entry, str):
+                yield entry
+            elif isinstance(entry, dict):
+                for value in entry.values():
+                    yield from ([value] if isinstance(value, str) else walk(value))
+    return list(walk(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]))
 
 
-PAGES = ["getting_started.md", *howto_pages()]
+# page -> why it is slow (measured on the shared 2-core machine, one thread, warm caches)
+SLOW_PAGES = {
+    "guide/count_labels.md": "4 chains x 2,000 NUTS iterations of NChooseK on 400 rows and a "
+                             "posterior predictive: 127 s on the loaded machine",
+}
 RUN_LANGS = {"python", "bash"}
 FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")
 SKIP = re.compile(r"^<!--\s*docs-test:\s*skip\s*\((.+)\)\s*-->\s*$")
+NOT_RUN = re.compile(r"^#\s*not run by the docs test:\s*(.+?)\s*$", re.IGNORECASE)
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
 
 
@@ -85,7 +103,9 @@ def parse_blocks(text: str) -> list[Block]:
                 blocks[-1].expected = code
                 blocks[-1].expected_lines = (start, i)
             else:
-                blocks.append(Block(lang, code, start, pending_skip))
+                visible = NOT_RUN.match(body[0].strip()) if body else None
+                blocks.append(Block(lang, code, start,
+                                    visible.group(1) if visible else pending_skip))
             pending_skip = None
             last_nonblank = "block"
         elif lines[i].strip():
@@ -93,6 +113,16 @@ def parse_blocks(text: str) -> list[Block]:
             pending_skip = None if not lines[i].strip().startswith("<!--") else pending_skip
         i += 1
     return blocks
+
+
+def runnable_pages() -> list[str]:
+    """The pages of the nav that hold a ``python`` or ``bash`` block (run or marked not run)."""
+    return [page for page in nav_pages()
+            if any(b.lang in RUN_LANGS for b in parse_blocks((DOCS / page).read_text()))]
+
+
+PAGES = [pytest.param(page, marks=pytest.mark.slow) if page in SLOW_PAGES else page
+         for page in runnable_pages()]
 
 
 def outputs_match(got: str, expected: str, rtol=0.05, atol=0.02) -> str | None:
@@ -123,10 +153,12 @@ def _cli_wrapper(folder: Path) -> Path:
 def test_parser_attaches_outputs_and_skips():
     page = ("x\n\n```python\nprint(1)\n```\n\n```text\n1\n```\n\n"
             "<!-- docs-test: skip (needs data) -->\n```python\nload()\n```\n\n"
-            "Some text.\n\n```text\nnot an output\n```\n")
+            "Some text.\n\n```text\nnot an output\n```\n\n"
+            "```bash\n# Not run by the docs test: takes hours\nrun_it\n```\n")
     blocks = parse_blocks(page)
     assert [(b.lang, b.skip, b.expected) for b in blocks] == [
-        ("python", None, "1\n"), ("python", "needs data", None), ("text", None, None)]
+        ("python", None, "1\n"), ("python", "needs data", None), ("text", None, None),
+        ("bash", "takes hours", None)]
     assert outputs_match("a 1.00 b\n", "a 1.01 b\n") is None
     assert outputs_match("a 1.5 b\n", "a 1.0 b\n") is not None
     assert outputs_match("a 1 c\n", "a 1 b\n") is not None
@@ -176,6 +208,26 @@ def test_page_code_blocks_run(page, tmp_path, monkeypatch, capsys):
     if skipped:
         with capsys.disabled():
             print(f"\n{page}: not run: " + "; ".join(skipped))
+
+
+def test_every_nav_page_with_code_is_run():
+    """The pages above are all pages of the site with code, Getting started and Explanation
+    included, and each slow page is a page of the nav."""
+    pages = runnable_pages()
+    assert {"getting_started.md", "guide/count_labels.md", "guide/ranking.md"} <= set(pages)
+    assert set(SLOW_PAGES) <= set(pages), "SLOW_PAGES names a page without code or not in the nav"
+    missing = [page for page in nav_pages() if not (DOCS / page).is_file()]
+    assert not missing, f"pages of mkdocs.yml's nav not in docs/: {missing}"
+
+
+def test_not_run_reasons_are_visible():
+    """Every block that is not run says why in its code, where the reader of the site sees it."""
+    hidden = [f"docs/{page}:{i}" for page in nav_pages()
+              for i, line in enumerate((DOCS / page).read_text().splitlines(), 1)
+              if SKIP.match(line.strip())]
+    assert not hidden, ("blocks skipped by an HTML comment the reader cannot see; make the "
+                        "block's first line '# not run by the docs test: REASON' instead: "
+                        + ", ".join(hidden))
 
 
 def test_readme_shows_the_outputs_of_getting_started():
