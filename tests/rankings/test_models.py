@@ -198,3 +198,24 @@ def test_set_counts_refits_like_a_model_built_on_the_fold(family, builder, K):
         rmod.set_counts(refit, -fold)
     with pytest.raises(ValueError, match="all counts are zero"):
         rmod.set_counts(refit, np.zeros_like(fold))
+
+
+def test_fit_map_is_find_maps_estimate_and_reuses_its_compiled_functions():
+    data = simulate_rankings(300, logits=rank_one_logits(np.array([1.0, 0.3, -0.2, -1.1])),
+                             length_probs=LENGTHS, rng=8)
+    rm = rmod.full_model(data, components=2)
+    point = rmod.fit_map(rm, seed=3)
+    idata = pm.find_MAP(model=rm.model, jitter=True, random_seed=3, return_inferencedata=True,
+                        progressbar=False, maxiter=20_000)
+    assert set(point) - {"_optimizer"} == set(idata["posterior"].data_vars)
+    # the same start and objective; both stop on L-BFGS-B's relative-reduction test, so the
+    # optimum agrees to that tolerance (the full model's tau direction is flat on 300 ballots)
+    find_map_logp = -float(idata["optimizer_result"]["fun"].values)
+    np.testing.assert_allclose(point["_optimizer"]["log_posterior"], find_map_logp, rtol=1e-5)
+    for name in ("W", "mixture_weights", "tau", "length_probs"):
+        np.testing.assert_allclose(point[name], idata["posterior"][name].values[0, 0], atol=0.05)
+    # a refit on new counts uses the same compiled functions and sees the new data
+    compiled = rmod._COMPILED_MAP[rm.model]
+    refit = rmod.fit_map(rmod.set_counts(rm, data.counts * 2), seed=3)
+    assert rmod._COMPILED_MAP[rm.model] is compiled
+    assert refit["_optimizer"]["log_posterior"] < 1.5 * point["_optimizer"]["log_posterior"]
