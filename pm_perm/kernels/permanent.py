@@ -23,8 +23,10 @@ Cost: value O(M 2^M) time and one table of 2^M float64 (512 MiB at M = 26); valu
 marginals about 3x the time in the same table (the backward pass overwrites the forward table in
 place); a sampler table the same. The exact limit is ``EXACT_MAX_M = 26``
 and a memory budget (``PM_PERM_MEMORY_BUDGET`` bytes, default 2 GiB); beyond either a
-``ValueError`` names the approximate methods of :mod:`pm_perm.kernels.bethe`,
-:mod:`pm_perm.kernels.huber_law` and :mod:`pm_perm.kernels.swap_mcmc`.
+``ValueError`` names the exact O(M^2)-memory method of :mod:`pm_perm.kernels.glynn`
+(``method='glynn'``, with its expected time) and the approximate methods of
+:mod:`pm_perm.kernels.bethe`, :mod:`pm_perm.kernels.huber_law` and
+:mod:`pm_perm.kernels.swap_mcmc`.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from numba.core.types import ExternalFunction
 from pm_perm._numba import njit
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, finite_or_minus_inf
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
+from pm_perm.kernels.glynn import GLYNN_MAX_M, format_seconds, glynn_seconds_estimate
 
 __all__ = [
     "EXACT_MAX_M",
@@ -83,11 +86,29 @@ def memory_budget() -> int:
 
 #: The part of the "beyond the exact limit" message after the numbers (shared by the static
 #: check and the Ops' run-time checks, which see M only when the shape is symbolic).
-EXACT_LIMIT_ADVICE = (
-    " of the subset dynamic program (O(M 2^M) time, 2^M memory). For larger M use an "
-    "approximation: the Bethe approximation (pm_perm.kernels.bethe, method='bethe'), the "
-    "Huber-Law exact sampler (pm_perm.kernels.huber_law) or swap MCMC (pm_perm.kernels.swap_mcmc)."
+_DP_COST = " of the subset dynamic program (O(M 2^M) time, 2^M memory)."
+_APPROX = (
+    " Otherwise use an approximation: the Bethe approximation (pm_perm.kernels.bethe, "
+    "method='bethe'), the Huber-Law exact sampler (pm_perm.kernels.huber_law) or swap MCMC "
+    "(pm_perm.kernels.swap_mcmc)."
 )
+EXACT_LIMIT_ADVICE = (
+    _DP_COST + f" Up to M = {GLYNN_MAX_M}, method='glynn' (Glynn's formula, pm_perm.kernels."
+    "glynn) is exact in O(M^2) memory: about "
+    f"{format_seconds(glynn_seconds_estimate(27))} at M = 27 and "
+    f"{format_seconds(glynn_seconds_estimate(30))} at M = 30 per value and gradient on one core "
+    "(doubling with each M; about half that on 2 cores)." + _APPROX
+)
+
+
+def _glynn_advice(M):
+    """The "use method='glynn'" sentence of the size errors, with the expected time at ``M``."""
+    if M > GLYNN_MAX_M:
+        return f" M is also beyond GLYNN_MAX_M = {GLYNN_MAX_M} of the exact Glynn method."
+    when = format_seconds(glynn_seconds_estimate(M))
+    return (f" method='glynn' (Glynn's formula, pm_perm.kernels.glynn) is exact in O(M^2) "
+            f"memory and takes about {when} per value and gradient at M = {M} on one core "
+            "(about half that on 2 cores).")
 
 
 def check_exact_size(M: int) -> None:
@@ -100,15 +121,14 @@ def check_exact_size(M: int) -> None:
     """
     if M > EXACT_MAX_M:
         raise ValueError(f"M = {M} is beyond the exact limit EXACT_MAX_M = {EXACT_MAX_M}"
-                         + EXACT_LIMIT_ADVICE)
+                         + _DP_COST + _glynn_advice(M) + _APPROX)
     need = 8 * (1 << M)  # every exact kernel works in one table of 2^M float64
     budget = memory_budget()
     if need > budget:
         raise ValueError(
             f"the exact permanent at M = {M} needs {need / 2**30:.2f} GiB for its table, more than "
             f"the memory budget of {budget / 2**30:.2f} GiB. Raise PM_PERM_MEMORY_BUDGET (bytes) "
-            "if the machine has the memory, or use the Bethe approximation (method='bethe') or "
-            "the Huber-Law sampler (pm_perm.kernels.huber_law)."
+            "if the machine has the memory." + _glynn_advice(M) + _APPROX
         )
 
 
