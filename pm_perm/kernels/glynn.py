@@ -39,10 +39,12 @@ numba's parallel runtime started first (numba issue #8578: otherwise "Symbol not
 allocate_sched" or a segfault); call :func:`ensure_parallel_runtime` from Python before. The
 public functions here and the Ops of :mod:`pm_perm.ops.permanent` do.
 
-Cost: ``2^(M-1)`` terms of O(M) (value) or about 3x that (value and marginals); memory
-O(CHUNKS M^2) float64 (under 1 MiB at M = 30). Measured times are in ``docs/guide/large_m.md``.
-Accuracy is that of the cancelling sum (relative error of ``log perm`` and of the marginals about
-1e-14..1e-12 on the matrices measured there), not the DP's few ulps: the DP stays the default.
+Cost: ``2^(M-1)`` terms of O(M) (value) or about 8x that (value and marginals); memory
+O(CHUNKS M^2) float64 (under 1 MiB at M = 30). Measured on one core: 6.6 s (value) and 57 s
+(value and marginals) at M = 30, doubling with each M (``docs/guide/large_m.md``). Accuracy is that
+of the cancelling sum: relative errors of ``perm`` and of the marginals up to about 1e-12 (1e-11
+for marginals below 1e-3) on the matrices measured there, not the DP's few ulps; the DP stays
+the default.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ __all__ = [
 ]
 
 #: Largest M accepted by the Glynn kernels: 2^31 terms, about 4 min of one core for the value
-#: and marginals (extrapolated from the times measured in docs/guide/large_m.md).
+#: and marginals (extrapolated from 57 s measured at M = 30, docs/guide/large_m.md).
 GLYNN_MAX_M = 32
 
 #: Sinkhorn sweeps after the dual scaling (any scaling is exact; these only reduce cancellation).
@@ -84,9 +86,9 @@ BLOCK_BITS = 10
 #: thread count.
 CHUNKS = 64
 
-#: CPU seconds per term and row (value and marginals; value only), the largest measured at
-#: M = 20..24 by benchmarks/bench_glynn.py; used only for the time estimates in messages.
-_SEC_PER_TERM_ROW = (3.5e-9, 0.55e-9)
+#: CPU seconds per term and row (value and marginals; value only), about the largest measured
+#: at M = 20..30 by benchmarks/bench_glynn.py; used only for the time estimates in messages.
+_SEC_PER_TERM_ROW = (3.6e-9, 0.6e-9)
 
 
 def glynn_seconds_estimate(M: int, marginals: bool = True) -> float:

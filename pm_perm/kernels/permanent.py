@@ -97,7 +97,7 @@ EXACT_LIMIT_ADVICE = (
     "glynn) is exact in O(M^2) memory: about "
     f"{format_seconds(glynn_seconds_estimate(27))} at M = 27 and "
     f"{format_seconds(glynn_seconds_estimate(30))} at M = 30 per value and gradient on one core "
-    "(doubling with each M; about half that on 2 cores)." + _APPROX
+    "(doubling with each M; numba threads share the work)." + _APPROX
 )
 
 
@@ -108,7 +108,7 @@ def _glynn_advice(M):
     when = format_seconds(glynn_seconds_estimate(M))
     return (f" method='glynn' (Glynn's formula, pm_perm.kernels.glynn) is exact in O(M^2) "
             f"memory and takes about {when} per value and gradient at M = {M} on one core "
-            "(about half that on 2 cores).")
+            "(numba threads share the work).")
 
 
 def check_exact_size(M: int) -> None:
