@@ -94,3 +94,22 @@ def test_sampler_refuses_bad_input():
         glynn_sample_permutations(np.array([[-np.inf, -np.inf], [0.0, 0.0]]))
     with pytest.raises(ValueError, match="broadcast"):
         glynn_sample_permutations(np.zeros((2, 3, 3)), size=(3,))
+
+
+def test_result_does_not_depend_on_the_thread_count():
+    """The terms are split into a fixed number of chunks reduced in a fixed order, so one and
+    two numba threads give bit-identical results (needs NUMBA_NUM_THREADS >= 2 to run)."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("NUMBA_NUM_THREADS < 2: only one thread available")
+    W = np.random.default_rng(9).normal(size=(16, 16))
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        v1, P1 = glynn_log_permanent_and_marginals(W)
+        numba.set_num_threads(2)
+        v2, P2 = glynn_log_permanent_and_marginals(W)
+    finally:
+        numba.set_num_threads(before)
+    assert v1 == v2 and np.array_equal(P1, P2)
