@@ -2,7 +2,8 @@
 
 Run (one thread, as the targets are stated):
 ``NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_permanent.py``
-(``--quick`` skips M = 24 and the long-double references above M = 20).
+(``--quick`` skips M = 24 and the long-double references above M = 20; ``--profile`` prints only
+the split of value + gradient into the kernel's passes at M = 20).
 
 For each M it times, on the same random matrices ``A = exp(W)``, ``W = s N(0, 1)``:
 pm_perm's value (``log_permanent``), value + gradient (``log_permanent_and_marginals``, the
@@ -78,11 +79,38 @@ def accuracy_table(sizes, spreads, seed=1):
     return rows
 
 
+def profile_passes(M=20, repeats=15, seed=0):
+    """Best times of the DP's passes on one scaled matrix: forward, backward without marginals,
+    forward + backward with marginals (the kernel functions called directly)."""
+    from pm_perm.kernels.assignment import dual_scaled
+    from pm_perm.kernels.permanent import _backward, _forward
+
+    B, _, _ = dual_scaled(np.random.default_rng(seed).normal(size=(M, M)))
+    work = np.empty(1 << M)
+    P = np.zeros((M, M))
+
+    def both():
+        P[:] = 0.0
+        _forward(B, work)
+        _backward(B, work, work, P, True)
+
+    return (best_time(lambda: _forward(B, work), repeats),
+            best_time(lambda: _backward(B, work, work, P, False), repeats),
+            best_time(both, repeats))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--profile", action="store_true")
     p.add_argument("--repeats", type=int, default=7)
     args = p.parse_args(argv)
+    if args.profile:
+        for _ in range(3):
+            t_f, t_b, t_fb = profile_passes()
+            print(f"M = 20: forward {t_f * 1e3:.2f} ms, backward without marginals "
+                  f"{t_b * 1e3:.2f} ms, forward + backward with marginals {t_fb * 1e3:.2f} ms")
+        return
     sizes = [3, 4, 5, 10, 15, 20, 22] + ([] if args.quick else [24])
     print("## Speed (seconds per matrix; best of repeats; one thread)\n")
     print("| M | batch | value | value+grad | value+grad (PyTensor Op) | thewalrus bbfg (value) "

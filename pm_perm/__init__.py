@@ -8,6 +8,10 @@ log_permanent
 permutation_marginals
     ``P[i, j] = p(y[i] = j)``, the gradient of ``log_permanent``, by a forward-backward pass
     over the same subset lattice: same order of cost as the value.
+glynn_log_permanent (M = 27..32)
+    Exact ``log perm`` and its marginals by Glynn's formula in Gray-code order, O(M 2^(M-1))
+    time, O(M^2) memory, for M whose DP table does not fit: ``method="glynn"`` of
+    ``PermutationExpFamily`` and of the permanent Ops (``pm_perm.kernels.glynn``).
 max_weight_matching
     The mode of ``PermutationExpFamily``: a max-weight perfect matching (Hungarian algorithm,
     ``scipy.optimize.linear_sum_assignment``), O(M^3).

@@ -22,6 +22,11 @@ from pm_perm.ops import plackett_luce as pl_ops
 
 
 def _check_square(op, W):
+    if getattr(op, "method", "dp") != "dp":
+        raise NotImplementedError(
+            f"method={op.method!r} of the exact permanent has no JAX implementation; compile "
+            "with PyTensor's default numba backend (the JAX backend runs method='dp' only)"
+        )
     M0, M1 = W.shape[-2:]
     if M0 != M1:
         raise ValueError(f"logits must be square (M, M); got shape {W.shape}")

@@ -11,10 +11,16 @@ forward pass twice; the ``specialize`` rewrite ``fuse_log_permanent_and_marginal
 pair by one ``LogPermanentAndMarginals`` node (one forward-backward pass). A graph that needs
 only the value (slice sampling, ``pm.logp``) keeps the cheaper value-only Op.
 
+Every Op has a ``method`` prop: ``"dp"`` (default) runs the subset dynamic program of
+:mod:`pm_perm.kernels.permanent` (2^M float64 of memory, M up to :func:`exact_max_m`);
+``"glynn"`` runs Glynn's formula of :mod:`pm_perm.kernels.glynn` (O(M^2) memory, M up to
+``GLYNN_MAX_M`` = 32, O(M 2^(M-1)) time, exact up to the rounding of a cancelling sum) for the
+sizes whose DP table does not fit.
+
 Inputs with NaN, ``+inf`` or finite entries beyond ``LOGIT_ABS_MAX`` (1e300) give NaN outputs
 (PyMC's parameter checks turn them into ``-inf`` log-probabilities or errors upstream); M beyond
-the exact limit (``EXACT_MAX_M`` and the memory budget, fixed when the graph is built) raises
-``ValueError``.
+the method's limit (for ``"dp"`` ``EXACT_MAX_M`` and the memory budget, fixed when the graph is
+built) raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,12 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
+from pm_perm.kernels.glynn import (
+    GLYNN_MAX_M,
+    check_glynn_size,
+    ensure_parallel_runtime,
+    make_glynn_op_kernel,
+)
 from pm_perm.kernels.permanent import (
     EXACT_LIMIT_ADVICE,
     EXACT_MAX_M,
@@ -46,6 +58,7 @@ from pm_perm.ops._extern import extern_kernel
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = [
+    "METHODS",
     "LogPermanent",
     "LogPermanentAndMarginals",
     "PermutationMarginals",
@@ -65,7 +78,13 @@ def exact_max_m() -> int:
     return m
 
 
-def _as_core_logits(W, max_m):
+#: The values of the Ops' ``method`` prop.
+METHODS = ("dp", "glynn")
+
+_SIZE_CHECKS = {"dp": check_exact_size, "glynn": check_glynn_size}
+
+
+def _as_core_logits(W, max_m, method):
     W = pt.as_tensor_variable(W)
     if W.type.ndim != 2:
         raise TypeError(f"core permanent Op expects a (M, M) matrix; got ndim={W.type.ndim}")
@@ -76,24 +95,30 @@ def _as_core_logits(W, max_m):
         raise ValueError(f"logits must be square (M, M); got static shape {W.type.shape}")
     for m in (m0, m1):
         if m is not None and m > max_m:
-            check_exact_size(m)  # raises with the message naming the limit and alternatives
+            _SIZE_CHECKS[method](m)  # raises with the message naming the limit and alternatives
             raise ValueError(f"M = {m} is beyond the exact limit {max_m} fixed for this graph")
     return pt.cast(W, "float64")
 
 
 class _PermanentOp(Op):
-    """Shared construction: ``max_m`` is part of the props (and so of the numba cache key)."""
+    """Shared construction: ``max_m`` and ``method`` are the props (and so part of the numba
+    cache key). ``max_m`` defaults to :func:`exact_max_m` for ``"dp"`` and ``GLYNN_MAX_M`` for
+    ``"glynn"``."""
 
-    __props__ = ("max_m",)
+    __props__ = ("max_m", "method")
 
-    def __init__(self, max_m=None):
-        self.max_m = int(exact_max_m() if max_m is None else max_m)
+    def __init__(self, max_m=None, method="dp"):
+        if method not in METHODS:
+            raise ValueError(f"method={method!r} is not one of {METHODS}")
+        self.method = method
+        default = exact_max_m() if method == "dp" else GLYNN_MAX_M
+        self.max_m = int(default if max_m is None else max_m)
 
     def _check_runtime(self, W):
         if W.shape[-1] != W.shape[-2]:
             raise ValueError(f"logits must be square (M, M); got shape {W.shape}")
         if W.shape[-1] > self.max_m:
-            check_exact_size(W.shape[-1])
+            _SIZE_CHECKS[self.method](W.shape[-1])
             raise ValueError(f"M = {W.shape[-1]} is beyond the exact limit {self.max_m}")
 
 
@@ -103,13 +128,13 @@ class LogPermanent(_PermanentOp):
     gufunc_signature = "(m,m)->()"
 
     def make_node(self, W):
-        W = _as_core_logits(W, self.max_m)
+        W = _as_core_logits(W, self.max_m, self.method)
         return Apply(self, [W], [pt.tensor(dtype="float64", shape=())])
 
     def perform(self, node, inputs, output_storage):
         (W,) = inputs
         self._check_runtime(W)
-        output_storage[0][0] = np.asarray(_run_kernel(W, False)[0], dtype=np.float64)
+        output_storage[0][0] = np.asarray(_run_kernel(W, False, self.method)[0], dtype=np.float64)
 
     def infer_shape(self, node, input_shapes):
         return [()]
@@ -117,7 +142,7 @@ class LogPermanent(_PermanentOp):
     def pullback(self, inputs, outputs, cotangents):
         (W,) = inputs
         (g,) = cotangents
-        return [g[..., None, None] * Blockwise(PermutationMarginals(self.max_m))(W)]
+        return [g[..., None, None] * Blockwise(PermutationMarginals(self.max_m, self.method))(W)]
 
 
 class PermutationMarginals(_PermanentOp):
@@ -126,13 +151,13 @@ class PermutationMarginals(_PermanentOp):
     gufunc_signature = "(m,m)->(m,m)"
 
     def make_node(self, W):
-        W = _as_core_logits(W, self.max_m)
+        W = _as_core_logits(W, self.max_m, self.method)
         return Apply(self, [W], [pt.tensor(dtype="float64", shape=W.type.shape)])
 
     def perform(self, node, inputs, output_storage):
         (W,) = inputs
         self._check_runtime(W)
-        output_storage[0][0] = _run_kernel(W, True)[1]
+        output_storage[0][0] = _run_kernel(W, True, self.method)[1]
 
     def infer_shape(self, node, input_shapes):
         return [input_shapes[0]]
@@ -150,7 +175,7 @@ class LogPermanentAndMarginals(_PermanentOp):
     gufunc_signature = "(m,m)->(),(m,m)"
 
     def make_node(self, W):
-        W = _as_core_logits(W, self.max_m)
+        W = _as_core_logits(W, self.max_m, self.method)
         outs = [pt.tensor(dtype="float64", shape=()),
                 pt.tensor(dtype="float64", shape=W.type.shape)]
         return Apply(self, [W], outs)
@@ -158,7 +183,7 @@ class LogPermanentAndMarginals(_PermanentOp):
     def perform(self, node, inputs, output_storage):
         (W,) = inputs
         self._check_runtime(W)
-        v, P = _run_kernel(W, True)
+        v, P = _run_kernel(W, True, self.method)
         output_storage[0][0] = np.asarray(v, dtype=np.float64)
         output_storage[1][0] = P
 
@@ -183,34 +208,56 @@ class LogPermanentAndMarginals(_PermanentOp):
 _ADVICE = EXACT_LIMIT_ADVICE
 
 _F64_PTR = types.CPointer(types.float64)
-_kernel = extern_kernel(
-    "pm_perm_log_permanent_kernel",
-    types.float64(_F64_PTR, types.intp, _F64_PTR, types.intc),
-    make_op_kernel(_VERSION),
-)
+_SIGNATURE = types.float64(_F64_PTR, types.intp, _F64_PTR, types.intc)
+_EXTERN = {
+    "dp": extern_kernel("pm_perm_log_permanent_kernel", _SIGNATURE, make_op_kernel(_VERSION)),
+    "glynn": extern_kernel("pm_perm_log_permanent_glynn_kernel", _SIGNATURE,
+                           make_glynn_op_kernel(_VERSION)),
+}
 
 
-def _run_kernel(W, marginals):
+def _kernel(method):
+    """The compiled C kernel of ``method`` (compiled or loaded from numba's cache once)."""
+    if method == "glynn":
+        ensure_parallel_runtime()  # before numba loads the cached callable (see kernels.glynn)
+    return _EXTERN[method]()
+
+#: The run-time "too large" messages of the numba implementations (after "M = <M> is beyond").
+_LIMIT_TEXT = {
+    "dp": (" the exact limit EXACT_MAX_M = ", _ADVICE),
+    "glynn": (" GLYNN_MAX_M = ", " of the exact Glynn method (2^(M-1) terms: hours). Use the "
+              "Bethe approximation (method='bethe') or the Huber-Law sampler "
+              "(pm_perm.kernels.huber_law)."),
+}
+
+
+def _run_kernel(W, marginals, method="dp"):
     """``(value, P or None)`` for one core matrix in Python (NaN for bad input)."""
     W = np.ascontiguousarray(W, dtype=np.float64)
     M = W.shape[0]
     P = np.empty((M, M)) if marginals else W
     ptr = ctypes.POINTER(ctypes.c_double)
-    v = _kernel().compiled.ctypes(W.ctypes.data_as(ptr), M, P.ctypes.data_as(ptr), int(marginals))
+    kernel = _kernel(method).compiled.ctypes
+    v = kernel(W.ctypes.data_as(ptr), M, P.ctypes.data_as(ptr), int(marginals))
     return v, (P if marginals else None)
 
 
-@numba_basic.numba_njit
-def _checked_m(W, max_m):
+def _size_check_numba(max_m, method):
     """The run-time size check of the numba implementations (symbolic shapes), with the same
     message as the static check; returns M."""
-    if W.shape[0] != W.shape[1]:
-        raise ValueError("logits must be square (..., M, M); got " + str(W.shape[0]) + " x "
-                         + str(W.shape[1]))
-    if W.shape[0] > max_m:
-        raise ValueError("M = " + str(W.shape[0]) + " is beyond the exact limit EXACT_MAX_M = "
-                         + str(max_m) + _ADVICE)
-    return W.shape[0]
+    limit, advice = _LIMIT_TEXT[method]
+
+    @numba_basic.numba_njit
+    def checked_m(W):
+        if W.shape[0] != W.shape[1]:
+            raise ValueError("logits must be square (..., M, M); got " + str(W.shape[0]) + " x "
+                             + str(W.shape[1]))
+        if W.shape[0] > max_m:
+            raise ValueError("M = " + str(W.shape[0]) + " is beyond" + limit + str(max_m)
+                             + advice)
+        return W.shape[0]
+
+    return checked_m
 
 
 # The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
@@ -221,12 +268,12 @@ def _checked_m(W, max_m):
 
 @register_funcify_default_op_cache_key(LogPermanent)
 def _numba_log_permanent(op, node, **kwargs):
-    max_m = op.max_m
-    kernel = _kernel().external
+    checked_m = _size_check_numba(op.max_m, op.method)
+    kernel = _kernel(op.method).external
 
     @numba_basic.numba_njit
     def log_permanent_numba(W, out=None):
-        M = _checked_m(W, max_m)
+        M = checked_m(W)
         Wc = np.ascontiguousarray(W)
         v = kernel(Wc.ctypes, M, Wc.ctypes, 0)
         if out is None:
@@ -238,12 +285,13 @@ def _numba_log_permanent(op, node, **kwargs):
     return log_permanent_numba, _VERSION
 
 
-def _marginals_into_numba(max_m):
-    kernel = _kernel().external
+def _marginals_into_numba(max_m, method):
+    checked_m = _size_check_numba(max_m, method)
+    kernel = _kernel(method).external
 
     @numba_basic.numba_njit
     def marginals_into(W, out):
-        M = _checked_m(W, max_m)
+        M = checked_m(W)
         Wc = np.ascontiguousarray(W)
         if out.flags.c_contiguous:
             return kernel(Wc.ctypes, M, out.ctypes, 1)
@@ -259,7 +307,7 @@ def _marginals_into_numba(max_m):
 
 @register_funcify_default_op_cache_key(PermutationMarginals)
 def _numba_permutation_marginals(op, node, **kwargs):
-    marginals_into = _marginals_into_numba(op.max_m)
+    marginals_into = _marginals_into_numba(op.max_m, op.method)
 
     @numba_basic.numba_njit
     def permutation_marginals_numba(W, out=None):
@@ -274,7 +322,7 @@ def _numba_permutation_marginals(op, node, **kwargs):
 
 @register_funcify_default_op_cache_key(LogPermanentAndMarginals)
 def _numba_log_permanent_and_marginals(op, node, **kwargs):
-    marginals_into = _marginals_into_numba(op.max_m)
+    marginals_into = _marginals_into_numba(op.max_m, op.method)
 
     @numba_basic.numba_njit
     def log_permanent_and_marginals_numba(W, out_v=None, out_p=None):
@@ -308,8 +356,8 @@ def fuse_log_permanent_and_marginals(fgraph, node):
     for client, _ in fgraph.clients[W]:
         if isinstance(client, Apply) and client.inputs == [W]:
             value_core = _core(client, LogPermanent)
-            if value_core is not None and value_core.max_m == marg.max_m:
-                fused = LogPermanentAndMarginals(marg.max_m)
+            if value_core is not None and value_core._props() == marg._props():
+                fused = LogPermanentAndMarginals(marg.max_m, marg.method)
                 fused = fused if not isinstance(node.op, Blockwise) else Blockwise(fused)
                 value, P = fused(W)
                 return {node.outputs[0]: P, client.outputs[0]: value}
@@ -319,20 +367,25 @@ def fuse_log_permanent_and_marginals(fgraph, node):
 # ----------------------------------------------------------------------------- public helpers
 
 
-def log_permanent(W):
+def log_permanent(W, method="dp"):
     """Symbolic exact ``log perm(exp W)`` for logits ``W`` (..., M, M) -> (...).
 
-    Gradient: the permutation marginals (fused with the value by a graph rewrite). Cost
-    O(M 2^M) per matrix; M up to :func:`exact_max_m` (26 by default).
+    Gradient: the permutation marginals (fused with the value by a graph rewrite).
+    ``method="dp"`` (default): subset DP, O(M 2^M) time and 2^M float64 per matrix, M up to
+    :func:`exact_max_m` (26 by default). ``method="glynn"``: Glynn's formula, O(M 2^(M-1)) time
+    and O(M^2) memory, M up to ``GLYNN_MAX_M`` = 32, for M past the DP's limit (slower and less
+    accurate than the DP: see :mod:`pm_perm.kernels.glynn` and docs/guide/large_m.md).
     """
-    return Blockwise(LogPermanent())(W)
+    return Blockwise(LogPermanent(method=method))(W)
 
 
-def permutation_marginals(W):
-    """Symbolic ``P[..., i, j] = p(y[i] = j)`` for logits ``W`` (..., M, M). No gradient."""
-    return Blockwise(PermutationMarginals())(W)
+def permutation_marginals(W, method="dp"):
+    """Symbolic ``P[..., i, j] = p(y[i] = j)`` for logits ``W`` (..., M, M). No gradient.
+    ``method`` as in :func:`log_permanent`."""
+    return Blockwise(PermutationMarginals(method=method))(W)
 
 
-def log_permanent_and_marginals(W):
-    """Symbolic ``(log perm(exp W), P)`` from one fused Op."""
-    return Blockwise(LogPermanentAndMarginals())(W)
+def log_permanent_and_marginals(W, method="dp"):
+    """Symbolic ``(log perm(exp W), P)`` from one fused Op; ``method`` as in
+    :func:`log_permanent`."""
+    return Blockwise(LogPermanentAndMarginals(method=method))(W)

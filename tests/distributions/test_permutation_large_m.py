@@ -91,3 +91,49 @@ def test_latent_permutation_gets_the_swap_step():
         PermutationExpFamily("y", logits=W)
         _, selected = assign_step_methods(model, None)
     assert [v.name for v in selected[PermutationSwapMetropolis]] == ["y"]
+
+
+# ----------------------------------------------------------------------------- method="glynn"
+
+
+def test_glynn_logp_and_gradient_equal_the_exact_method():
+    rng = np.random.default_rng(11)
+    W = rng.normal(size=(2, 7, 7))
+    perms = all_permutations(7)[::97]
+    exact = pm.logp(PermutationExpFamily.dist(logits=W[:, None]), perms).eval()
+    glynn = pm.logp(PermutationExpFamily.dist(logits=W[:, None], method="glynn"), perms).eval()
+    np.testing.assert_allclose(glynn, exact, atol=1e-12)
+    import pytensor.tensor as pt
+
+    Wt = pt.tensor3("W")
+    grads = []
+    for method in ("exact", "glynn"):
+        lp = pm.logp(PermutationExpFamily.dist(logits=Wt, method=method), perms[:2]).sum()
+        grads.append(pt.grad(lp, Wt).eval({Wt: W}))
+    np.testing.assert_allclose(grads[1], grads[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_glynn_draws_past_the_dp_budget_chi_square_at_m4(mode, monkeypatch):
+    """With a memory budget of 64 bytes the DP stops at M = 3, so M = 4 draws come from the Glynn
+    sampler (row by row from Glynn marginals): chi-square over all 24 permutations, 4,000 draws,
+    fixed seed; fails if p < 1e-4 (false-failure rate 1e-4 per mode)."""
+    monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "64")
+    W = np.random.default_rng(12).normal(size=(4, 4))
+    y = PermutationExpFamily.dist(logits=W, method="glynn", size=(4000,))
+    draws = pm.draw(y, random_seed=13, mode=mode)
+    perms = all_permutations(4)
+    p = np.exp(W[np.arange(4), perms].sum(-1) - log_permanent_enum(W))
+    counts = np.array([(draws == q).all(-1).sum() for q in perms])
+    chi2 = ((counts - 4000 * p) ** 2 / (4000 * p)).sum()
+    assert stats.chi2.sf(chi2, 23) > 1e-4
+
+
+def test_glynn_method_limits():
+    PermutationExpFamily.dist(logits=np.zeros((30, 30)), method="glynn")  # accepted
+    with pytest.raises(ValueError, match="GLYNN_MAX_M = 32"):
+        PermutationExpFamily.dist(logits=np.zeros((33, 33)), method="glynn")
+    with pytest.raises(ValueError, match=r"EXACT_MAX_M.*method='glynn'.*about \d+ s"):
+        PermutationExpFamily.dist(logits=np.zeros((28, 28)))
+    with pytest.raises(ValueError, match="logits contain NaN"):
+        pm.draw(PermutationExpFamily.dist(logits=np.full((3, 3), np.nan), method="glynn"))

@@ -228,3 +228,11 @@ def test_plackett_luce_loglik(M):
     _close(_jax_grad_of_sum([u, o, c], tot, uv, ov, cv), numba[3])
     per_grad = pytensor.function([u, o], pt.grad(pt.sum(per), u))(uv, ov)
     _close(_jax_grad_of_sum([u, o], per, uv, ov), per_grad)
+
+
+def test_glynn_method_has_no_jax_implementation():
+    """method='glynn' (pm_perm.kernels.glynn) is numba only: the JAX backend says so instead of
+    silently running the DP (whose table is what method='glynn' avoids)."""
+    W = pt.matrix("W")
+    with pytest.raises(NotImplementedError, match="method='glynn'.*numba backend"):
+        pytensor.function([W], log_permanent(W, method="glynn"), mode="JAX")(np.zeros((3, 3)))

@@ -142,3 +142,60 @@ def test_logits_beyond_the_magnitude_limit_give_nan():
     v, g = f(Wv)
     assert np.isnan(v[0]) and np.all(np.isnan(g[0]))
     np.testing.assert_allclose(v[1], np.log(6.0))
+
+
+# ----------------------------------------------------------------------------- method="glynn"
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_glynn_method_matches_the_dp_and_is_fused(mode):
+    rng = np.random.default_rng(50)
+    Wv = rng.normal(scale=2.0, size=(3, 7, 7))
+    Wv[0, 1, :4] = -np.inf
+    Wv[1, 0, :] = -np.inf  # infeasible
+    W = pt.tensor3("W")
+    lp = log_permanent(W, method="glynn")
+    f = pytensor.function([W], [lp, pt.grad(lp.sum(), W)], mode=mode)
+    v, g = f(Wv)
+    v_ref, m_ref = kernel_both(Wv)
+    np.testing.assert_allclose(v, v_ref, atol=1e-13)
+    np.testing.assert_allclose(g, m_ref, atol=1e-13)
+    m = pytensor.function([W], permutation_marginals(W, method="glynn"), mode=mode)(Wv)
+    np.testing.assert_allclose(m, m_ref, atol=1e-13)
+    if mode == "NUMBA":
+        text = pytensor.dprint(f, file="str")
+        assert "LogPermanentAndMarginals{max_m=32, method='glynn'}" in text
+        assert "PermutationMarginals{" not in text
+
+
+def test_glynn_verify_grad():
+    rng = np.random.default_rng(51)
+    verify_grad(lambda w: log_permanent(w, method="glynn"), [rng.normal(size=(2, 5, 5))], rng=rng)
+
+
+def test_fusion_keeps_methods_apart():
+    """A graph with a DP value and a Glynn gradient must not fuse them into one method."""
+    W = pt.matrix("W")
+    a = log_permanent(W)
+    b = log_permanent(W, method="glynn")
+    f = pytensor.function([W], [a, pt.grad(b, W)])
+    text = pytensor.dprint(f, file="str")
+    assert "LogPermanent{max_m=" in text and "method='dp'" in text
+    x = np.random.default_rng(52).normal(size=(5, 5))
+    v, g = f(x)
+    np.testing.assert_allclose(g, kernel_both(x)[1], atol=1e-13)
+
+
+def test_glynn_limits_and_the_dp_message_names_glynn():
+    W = pt.matrix("W")
+    with pytest.raises(ValueError, match="GLYNN_MAX_M = 32"):
+        log_permanent(pt.tensor("V", shape=(33, 33)), method="glynn")
+    with pytest.raises(ValueError, match="GLYNN_MAX_M = 32"):
+        log_permanent(W, method="glynn").eval({W: np.zeros((33, 33))})
+    with pytest.raises(ValueError, match=r"method='glynn'.*about \d+ s per value and gradient "
+                                         r"at M = 30"):
+        log_permanent(pt.tensor("V", shape=(30, 30)))
+    with pytest.raises(ValueError, match=r"method='glynn'.*\d s at M = 27.*\d s at M = 30"):
+        log_permanent(W).eval({W: np.zeros((28, 28))})  # symbolic M: the run-time message
+    with pytest.raises(ValueError, match="method"):
+        LogPermanent(method="ryser")
