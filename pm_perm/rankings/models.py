@@ -45,6 +45,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.util import get_default_varnames
+from scipy.special import logsumexp
 
 from pm_perm._map import CompiledMAP, MapFitError, checked_sample
 
@@ -474,16 +475,18 @@ def relabel_components(idata, family, reference=None):
 
 # --- pointwise log-likelihoods, memberships, LOO ------------------------------------------------
 
-def _loglik_fn(family, orders, K):
-    """Compiled ``(params (K, ...), log_weights (K,)) -> (component ll (K, n), mixture ll (n,))``
-    (per order), for draws evaluated one at a time."""
-    import pytensor
-
-    P = pt.tensor("params", shape=(K,) + (None,) * (1 if family == "plackett-luce" else 2))
-    logw = pt.vector("log_weights", shape=(K,))
-    comp = component_logliks(family, P, orders)
-    mix = pt.logsumexp(logw[:, None] + comp, axis=0)
-    return pytensor.function([P, logw], [comp, mix])
+def _component_and_mixture_loglik(family, params, weights, orders):
+    """One draw: per-component ``(K, n)`` and mixture ``(n,)`` log-likelihoods of the orders,
+    by the numba kernels directly (nothing to compile per call, unlike a PyTensor function of
+    these orders)."""
+    if family == "plackett-luce":
+        from pm_perm.kernels.plackett_luce import plackett_luce_loglik as kernel
+    else:
+        from pm_perm.kernels.partial_orders import partial_order_loglik as kernel
+    comp = kernel(params, orders)
+    with np.errstate(divide="ignore"):  # a zero weight: that component contributes nothing
+        logw = np.log(weights)
+    return comp, logsumexp(logw[:, None] + comp, axis=0)
 
 
 def pointwise_loglik(post, family, orders, *, max_draws=None, rng=None):
@@ -498,8 +501,9 @@ def pointwise_loglik(post, family, orders, *, max_draws=None, rng=None):
     idx = np.arange(S)
     if max_draws is not None and S > max_draws:
         idx = np.sort(np.random.default_rng(rng).choice(S, max_draws, replace=False))
-    fn = _loglik_fn(family, np.asarray(orders), weights.shape[1])
-    return np.stack([fn(params[s], np.log(weights[s]))[1] for s in idx])
+    orders = np.asarray(orders)
+    return np.stack([_component_and_mixture_loglik(family, params[s], weights[s], orders)[1]
+                     for s in idx])
 
 
 def membership_probabilities(post, family, orders):
@@ -509,11 +513,12 @@ def membership_probabilities(post, family, orders):
     w_k p_k(order)``. Every ballot of one distinct order has the same probabilities.
     """
     params, weights = post["params"], post["weights"]
-    fn = _loglik_fn(family, np.asarray(orders), weights.shape[1])
+    orders = np.asarray(orders)
     total = 0.0
     for s in range(params.shape[0]):
-        comp, mix = fn(params[s], np.log(weights[s]))
-        total = total + np.exp(np.log(weights[s])[:, None] + comp - mix[None, :])
+        comp, mix = _component_and_mixture_loglik(family, params[s], weights[s], orders)
+        with np.errstate(divide="ignore"):
+            total = total + np.exp(np.log(weights[s])[:, None] + comp - mix[None, :])
     return (total / params.shape[0]).T
 
 
