@@ -29,8 +29,15 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from pm_perm.jax_backend._common import valid_logits
+from pm_perm._numba import njit
+from pm_perm.jax_backend._common import on_platform, valid_logits
+from pm_perm.kernels.cardinality import (
+    conditional_covariance_dot_core,
+    log_esp_and_marginals_core,
+    log_esp_core,
+)
 
 __all__ = [
     "conditional_covariance_dot",
@@ -87,8 +94,7 @@ def _log_pmf_at(theta, c, k):
     return k * c + log_norm + jnp.log(jnp.where(qk > 0, qk, 1.0))
 
 
-def log_esp(theta, k):
-    """``log e_k(exp theta)`` for logits ``theta`` (D,) and an integer count ``k`` ()."""
+def _xla_log_esp(theta, k):
     n_fin = jnp.sum(jnp.isfinite(theta))
     ok = valid_logits(theta)
     feasible = (k >= 0) & (k <= n_fin)
@@ -97,12 +103,99 @@ def log_esp(theta, k):
     return jnp.where(ok, v, jnp.nan)
 
 
-def log_esp_and_marginals(theta, k):
-    """``(log e_k, p(y_d = 1 | sum y = k))``; marginals are 0 when ``e_k = 0``."""
-    v, m = jax.value_and_grad(log_esp)(theta, k)
+def _xla_log_esp_and_marginals(theta, k):
+    v, m = jax.value_and_grad(_xla_log_esp)(theta, k)
     return v, jnp.where(jnp.isnan(v), jnp.nan, m)
 
 
+def _xla_covariance_dot(theta, k, v):
+    return jax.jvp(lambda t: jax.grad(_xla_log_esp)(t, k), (theta,), (v,))[1]
+
+
+# ----------------------------------------------------------------------------- CPU: host kernels
+
+
+@njit(cache=True)
+def _host_batch(theta, k, v, mode, values, out):
+    """Row ``b``: ``mode`` 0 -> ``values[b] = log e_k``; 1 -> also the marginals into
+    ``out[b]``; 2 -> ``out[b] = Cov(y | k) @ v[b]``. The numba Ops' kernels, row by row."""
+    for b in range(theta.shape[0]):
+        if mode == 0:
+            values[b] = log_esp_core(theta[b], k[b])
+        elif mode == 1:
+            values[b], out[b] = log_esp_and_marginals_core(theta[b], k[b])
+        else:
+            out[b] = conditional_covariance_dot_core(theta[b], k[b], v[b])
+
+
+def _host(mode, theta, k, v=None):
+    dt, D = theta.dtype, theta.shape[-1]
+    value, vec = jax.ShapeDtypeStruct((), dt), jax.ShapeDtypeStruct(theta.shape, dt)
+    shapes = (value, (value, vec), vec)[mode]
+
+    def kernel(theta, k, v):
+        batch = theta.shape[:-1]
+        th = np.ascontiguousarray(theta.reshape(-1, D), dtype=np.float64)
+        kk = np.ascontiguousarray(k.reshape(-1), dtype=np.int64)
+        vv = np.ascontiguousarray(v.reshape(-1, D), dtype=np.float64)
+        values, out = np.empty(th.shape[0]), np.empty(th.shape)
+        _host_batch(th, kk, vv, mode, values, out)
+        values, out = values.reshape(batch).astype(dt), out.reshape(theta.shape).astype(dt)
+        return (values, (values, out), out)[mode]
+
+    v = theta if v is None else v.astype(dt)
+    return jax.pure_callback(kernel, shapes, jax.lax.stop_gradient(theta), k,
+                             jax.lax.stop_gradient(v), vmap_method="broadcast_all")
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+@jax.custom_vjp
+def log_esp(theta, k):
+    """``log e_k(exp theta)`` for logits ``theta`` (D,) and an integer count ``k`` ()."""
+    return on_platform((theta, k), lambda t, k: _host(0, t, k), _xla_log_esp)
+
+
+def _value_and_marginals(theta, k):
+    return on_platform((theta, k), lambda t, k: _host(1, t, k), _xla_log_esp_and_marginals)
+
+
+def _log_esp_fwd(theta, k):
+    v, m = _value_and_marginals(theta, k)
+    return v, m
+
+
+def _log_esp_bwd(m, g):
+    return g * m, None
+
+
+log_esp.defvjp(_log_esp_fwd, _log_esp_bwd)
+
+
+@jax.custom_vjp
+def log_esp_and_marginals(theta, k):
+    """``(log e_k, p(y_d = 1 | sum y = k))``; marginals are 0 when ``e_k = 0``. ``jax.grad``
+    of the marginals is the conditional covariance (:func:`conditional_covariance_dot`)."""
+    return _value_and_marginals(theta, k)
+
+
+def _both_fwd(theta, k):
+    v, m = _value_and_marginals(theta, k)
+    return (v, m), (theta, k, m)
+
+
+def _both_bwd(res, cts):
+    theta, k, m = res
+    g_v, g_m = cts
+    return g_v * m + conditional_covariance_dot(theta, k, g_m), None
+
+
+log_esp_and_marginals.defvjp(_both_fwd, _both_bwd)
+
+
 def conditional_covariance_dot(theta, k, v):
-    """``Cov(y | sum y = k) @ v``: the Hessian of ``log e_k`` applied to ``v``."""
-    return jax.jvp(lambda t: jax.grad(log_esp)(t, k), (theta,), (v.astype(theta.dtype),))[1]
+    """``Cov(y | sum y = k) @ v``: the Hessian of ``log e_k`` applied to ``v`` (not
+    differentiable again: third derivatives are not implemented, as in numba)."""
+    v = v.astype(theta.dtype)
+    return on_platform((theta, k, v), lambda t, k, v: _host(2, t, k, v), _xla_covariance_dot)

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from numba import njit
 
-from pm_perm.jax_backend._common import valid_logits
+from pm_perm.jax_backend._common import on_platform, valid_logits
 from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 
@@ -129,39 +129,79 @@ def _run(W):
     return B, f, jnp.sum(r) + jnp.sum(c)
 
 
-@jax.custom_vjp
-def log_permanent(W):
-    """``log perm(exp W)`` for logits ``W`` (M, M) -> (); ``jax.grad`` gives the marginals."""
+def _xla_value(W):
     B, f, shift = _run(W)
     return _value_from(f, shift, _valid(W))
 
 
-def _lp_fwd(W):
+def _xla_value_and_marginals(W):
     B, f, shift = _run(W)
     ok = _valid(W)
-    return _value_from(f, shift, ok), (B, f, ok)
+    return _value_from(f, shift, ok), jnp.where(ok, _marginals(B, f), jnp.nan)
 
 
-def _lp_bwd(res, g):
-    B, f, ok = res
-    P = _marginals(B, f)
-    return (jnp.where(ok, g * P, jnp.nan),)
+# ----------------------------------------------------------------------------- CPU: host kernel
 
 
-log_permanent.defvjp(_lp_fwd, _lp_bwd)
+def _host_kernel(marginals):
+    from pm_perm.ops.permanent import run_kernel_batch
+
+    def kernel(W):
+        W = np.asarray(W)
+        batch, M = W.shape[:-2], W.shape[-1]
+        flat = np.ascontiguousarray(W.reshape(-1, M, M), dtype=np.float64)
+        values, P = run_kernel_batch(flat, marginals)
+        values = values.reshape(batch).astype(W.dtype)
+        return (values, P.reshape(W.shape).astype(W.dtype)) if marginals else values
+
+    return kernel
+
+
+def _host(W, marginals):
+    value = jax.ShapeDtypeStruct((), W.dtype)
+    out = (value, jax.ShapeDtypeStruct(W.shape, W.dtype)) if marginals else value
+    return jax.pure_callback(_host_kernel(marginals), out, jax.lax.stop_gradient(W),
+                             vmap_method="expand_dims")
+
+
+def _value(W):
+    return on_platform((W,), lambda W: _host(W, False), _xla_value)
+
+
+def _value_and_marginals(W):
+    return on_platform((W,), lambda W: _host(W, True), _xla_value_and_marginals)
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+@jax.custom_vjp
+def log_permanent(W):
+    """``log perm(exp W)`` for logits ``W`` (M, M) -> (); ``jax.grad`` gives the marginals."""
+    return _value(W)
+
+
+def _with_marginals_fwd(W):
+    v, P = _value_and_marginals(W)
+    return v, P
+
+
+def _lp_bwd(P, g):
+    return (g * P,)
+
+
+log_permanent.defvjp(_with_marginals_fwd, _lp_bwd)
 
 
 @jax.custom_vjp
 def log_permanent_and_marginals(W):
     """``(log perm(exp W), P)`` from one forward-backward pass; ``jax.grad`` of the value is
     ``P`` (the derivative of ``P``, second derivatives, is not implemented, as in numba)."""
-    B, f, shift = _run(W)
-    ok = _valid(W)
-    return _value_from(f, shift, ok), jnp.where(ok, _marginals(B, f), jnp.nan)
+    return _value_and_marginals(W)
 
 
 def _both_fwd(W):
-    v, P = log_permanent_and_marginals(W)
+    v, P = _value_and_marginals(W)
     return (v, P), P
 
 

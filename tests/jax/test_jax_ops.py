@@ -60,6 +60,14 @@ def _jax_grad_of_sum(inputs, value, *values, argnum=0):
     return np.asarray(jax.jit(jax.grad(lambda *a: fn(*a)[0], argnums=argnum))(*values))
 
 
+@pytest.fixture(params=["cpu-kernel", "xla"])
+def jax_path(request, monkeypatch):
+    """Both CPU implementations of the permanent and count kernels: the host callback into the
+    numba kernel (default on CPU) and the XLA DP (``PM_PERM_JAX_XLA=1``, what GPUs run)."""
+    monkeypatch.setenv("PM_PERM_JAX_XLA", "1" if request.param == "xla" else "0")
+    return request.param
+
+
 def _logits(rng, shape, scale=2.0, forbid=True):
     W = rng.normal(size=shape) * scale
     M = shape[-1]
@@ -69,7 +77,7 @@ def _logits(rng, shape, scale=2.0, forbid=True):
 
 
 @pytest.mark.parametrize("M", _sizes(range(1, 8), (1, 3, 7)))
-def test_log_permanent_value_and_gradients(M):
+def test_log_permanent_value_and_gradients(M, jax_path):
     rng = np.random.default_rng(M)
     W = pt.tensor("W", shape=(None, None, M, M))
     Wv = _logits(rng, (2, 3, M, M))
@@ -84,7 +92,7 @@ def test_log_permanent_value_and_gradients(M):
         assert np.all(jx[2][..., 0, 1] == 0)  # forbidden edge: zero marginal
 
 
-def test_log_permanent_infeasible_and_invalid():
+def test_log_permanent_infeasible_and_invalid(jax_path):
     W = pt.matrix("W")
     Wv = np.zeros((3, 3))
     Wv[0] = -np.inf  # no permutation
@@ -98,7 +106,7 @@ def test_log_permanent_infeasible_and_invalid():
     assert np.isnan(pytensor.function([W], v, mode="JAX")(Wn))
 
 
-def test_log_permanent_spread_logits():
+def test_log_permanent_spread_logits(jax_path):
     """Logits hundreds of nats apart (a sampler's warm-up visits them): no underflow to -inf.
 
     Regression: a fixed number of Sinkhorn sweeps as scaling gave log perm = -inf here, so the
@@ -114,7 +122,7 @@ def test_log_permanent_spread_logits():
 
 
 @pytest.mark.parametrize("D", _sizes(range(1, 11), (1, 4, 10)))
-def test_log_esp_value_and_gradients(D):
+def test_log_esp_value_and_gradients(D, jax_path):
     rng = np.random.default_rng(100 + D)
     th = pt.tensor("th", shape=(None, D))
     k = pt.tensor("k", shape=(None,), dtype="int64")
@@ -137,7 +145,7 @@ def test_log_esp_value_and_gradients(D):
 
 
 @pytest.mark.parametrize("D", _sizes([3, 6, 10], (6,)))
-def test_expected_topk_gain(D):
+def test_expected_topk_gain(D, jax_path):
     rng = np.random.default_rng(D)
     th = pt.matrix("th")
     t = pt.lvector("t")
