@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 
 import jax
@@ -17,10 +19,25 @@ def valid_logits(x):
     return jnp.all((x == -jnp.inf) | (jnp.abs(x) <= limit))
 
 
+_FORCE_XLA = contextvars.ContextVar("pm_perm_force_xla", default=False)
+
+
 def use_cpu_kernel() -> bool:
-    """False iff the environment variable ``PM_PERM_JAX_XLA=1``: then the XLA DPs run on the
-    CPU too. Read when a function is traced (its first call under ``jax.jit``)."""
-    return os.environ.get("PM_PERM_JAX_XLA") != "1"
+    """False when the environment variable ``PM_PERM_JAX_XLA=1`` is set or inside
+    :func:`xla_only`: then the XLA DPs run on the CPU too. Read when a function is traced (its
+    first call under ``jax.jit``)."""
+    return os.environ.get("PM_PERM_JAX_XLA") != "1" and not _FORCE_XLA.get()
+
+
+@contextlib.contextmanager
+def xla_only():
+    """Trace the pm_perm kernels called inside as XLA DPs on every platform (no host
+    callbacks), e.g. so that XLA can partition them over devices."""
+    token = _FORCE_XLA.set(True)
+    try:
+        yield
+    finally:
+        _FORCE_XLA.reset(token)
 
 
 def on_platform(args, cpu, xla):

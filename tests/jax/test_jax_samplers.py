@@ -24,7 +24,7 @@ import pymc as pm  # noqa: E402
 
 import pm_perm  # noqa: E402
 
-DRAWS, TUNE, CHAINS = 500, 500, 4
+DRAWS, TUNE, CHAINS = 1000, 1000, 4
 
 
 def sample(model, sampler, seed=1):
