@@ -25,19 +25,14 @@ Gradients: ``jax.grad`` = the conditional marginals ``p(y_d = 1 | k)``; forward-
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from pm_perm._numba import njit
+from pm_perm.jax_backend import cpu_ffi
 from pm_perm.jax_backend._common import on_platform, valid_logits
-from pm_perm.kernels.cardinality import (
-    conditional_covariance_dot_core,
-    log_esp_and_marginals_core,
-    log_esp_core,
-)
 
 __all__ = [
     "conditional_covariance_dot",
@@ -115,37 +110,16 @@ def _xla_covariance_dot(theta, k, v):
 # ----------------------------------------------------------------------------- CPU: host kernels
 
 
-@njit(cache=True)
-def _host_batch(theta, k, v, mode, values, out):
-    """Row ``b``: ``mode`` 0 -> ``values[b] = log e_k``; 1 -> also the marginals into
-    ``out[b]``; 2 -> ``out[b] = Cov(y | k) @ v[b]``. The numba Ops' kernels, row by row."""
-    for b in range(theta.shape[0]):
-        if mode == 0:
-            values[b] = log_esp_core(theta[b], k[b])
-        elif mode == 1:
-            values[b], out[b] = log_esp_and_marginals_core(theta[b], k[b])
-        else:
-            out[b] = conditional_covariance_dot_core(theta[b], k[b], v[b])
-
-
-def _host(mode, theta, k, v=None):
-    dt, D = theta.dtype, theta.shape[-1]
-    value, vec = jax.ShapeDtypeStruct((), dt), jax.ShapeDtypeStruct(theta.shape, dt)
-    shapes = (value, (value, vec), vec)[mode]
-
-    def kernel(theta, k, v):
-        batch = theta.shape[:-1]
-        th = np.ascontiguousarray(theta.reshape(-1, D), dtype=np.float64)
-        kk = np.ascontiguousarray(k.reshape(-1), dtype=np.int64)
-        vv = np.ascontiguousarray(v.reshape(-1, D), dtype=np.float64)
-        values, out = np.empty(th.shape[0]), np.empty(th.shape)
-        _host_batch(th, kk, vv, mode, values, out)
-        values, out = values.reshape(batch).astype(dt), out.reshape(theta.shape).astype(dt)
-        return (values, (values, out), out)[mode]
-
-    v = theta if v is None else v.astype(dt)
-    return jax.pure_callback(kernel, shapes, jax.lax.stop_gradient(theta), k,
-                             jax.lax.stop_gradient(v), vmap_method="broadcast_all")
+def _host(theta, k, v=None, marginals=False):
+    value = jax.ShapeDtypeStruct(theta.shape[:-1], theta.dtype)
+    vec = jax.ShapeDtypeStruct(theta.shape, theta.dtype)
+    k = k.astype(jax.dtypes.canonicalize_dtype(jnp.int64))  # the handler reads int32 / int64
+    args = (jax.lax.stop_gradient(theta), k)
+    if v is not None:
+        shapes, args = vec, (*args, jax.lax.stop_gradient(v))
+    else:
+        shapes = (value, vec) if marginals else value
+    return cpu_ffi.call("pm_perm_log_esp", shapes, *args, vmap_method="broadcast_all")
 
 
 # ----------------------------------------------------------------------------- public functions
@@ -154,11 +128,12 @@ def _host(mode, theta, k, v=None):
 @jax.custom_vjp
 def log_esp(theta, k):
     """``log e_k(exp theta)`` for logits ``theta`` (D,) and an integer count ``k`` ()."""
-    return on_platform((theta, k), lambda t, k: _host(0, t, k), _xla_log_esp)
+    return on_platform((theta, k), _host, _xla_log_esp)
 
 
 def _value_and_marginals(theta, k):
-    return on_platform((theta, k), lambda t, k: _host(1, t, k), _xla_log_esp_and_marginals)
+    host = functools.partial(_host, marginals=True)
+    return on_platform((theta, k), host, _xla_log_esp_and_marginals)
 
 
 def _log_esp_fwd(theta, k):
@@ -198,4 +173,4 @@ def conditional_covariance_dot(theta, k, v):
     """``Cov(y | sum y = k) @ v``: the Hessian of ``log e_k`` applied to ``v`` (not
     differentiable again: third derivatives are not implemented, as in numba)."""
     v = v.astype(theta.dtype)
-    return on_platform((theta, k, v), lambda t, k, v: _host(2, t, k, v), _xla_covariance_dot)
+    return on_platform((theta, k, v), _host, _xla_covariance_dot)

@@ -36,13 +36,14 @@ import jax.numpy as jnp
 import numpy as np
 from numba import njit
 
+from pm_perm.jax_backend import cpu_ffi
 from pm_perm.jax_backend._common import on_platform, valid_logits
 from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 
 __all__ = ["log_permanent", "log_permanent_and_marginals", "permutation_marginals"]
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _layers(M: int) -> tuple[np.ndarray, ...]:
     """Bitmasks of each popcount layer 0..M (int32, increasing)."""
     masks = np.arange(1 << M, dtype=np.int64)
@@ -143,25 +144,11 @@ def _xla_value_and_marginals(W):
 # ----------------------------------------------------------------------------- CPU: host kernel
 
 
-def _host_kernel(marginals):
-    from pm_perm.ops.permanent import run_kernel_batch
-
-    def kernel(W):
-        W = np.asarray(W)
-        batch, M = W.shape[:-2], W.shape[-1]
-        flat = np.ascontiguousarray(W.reshape(-1, M, M), dtype=np.float64)
-        values, P = run_kernel_batch(flat, marginals)
-        values = values.reshape(batch).astype(W.dtype)
-        return (values, P.reshape(W.shape).astype(W.dtype)) if marginals else values
-
-    return kernel
-
-
 def _host(W, marginals):
-    value = jax.ShapeDtypeStruct((), W.dtype)
+    value = jax.ShapeDtypeStruct(W.shape[:-2], W.dtype)
     out = (value, jax.ShapeDtypeStruct(W.shape, W.dtype)) if marginals else value
-    return jax.pure_callback(_host_kernel(marginals), out, jax.lax.stop_gradient(W),
-                             vmap_method="expand_dims")
+    return cpu_ffi.call("pm_perm_log_permanent", out, jax.lax.stop_gradient(W),
+                        vmap_method="expand_dims")
 
 
 def _value(W):

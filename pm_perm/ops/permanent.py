@@ -20,9 +20,7 @@ the exact limit (``EXACT_MAX_M`` and the memory budget, fixed when the graph is 
 from __future__ import annotations
 
 import ctypes
-import functools
 
-import numba
 import numpy as np
 import pytensor.tensor as pt
 from numba import types
@@ -200,29 +198,6 @@ def _run_kernel(W, marginals):
     ptr = ctypes.POINTER(ctypes.c_double)
     v = _kernel().compiled.ctypes(W.ctypes.data_as(ptr), M, P.ctypes.data_as(ptr), int(marginals))
     return v, (P if marginals else None)
-
-
-@functools.cache
-def _batch_loop():
-    kernel = _kernel().external
-
-    @numba.njit
-    def loop(W, values, P, marginals):
-        for b in range(W.shape[0]):
-            Wb, Pb = W[b], P[b]
-            values[b] = kernel(Wb.ctypes, W.shape[1], Pb.ctypes, marginals)
-
-    return loop
-
-
-def run_kernel_batch(W, marginals):
-    """``(values (n,), P (n, M, M) or None)`` for a C-contiguous float64 batch ``W`` (n, M, M),
-    by the same C kernel as the Ops (one compiled loop, no per-matrix Python call; NaN for bad
-    input). The JAX backend's CPU path (:mod:`pm_perm.jax_backend.permanent`) calls it."""
-    values = np.empty(W.shape[0])
-    P = np.empty(W.shape) if marginals else W
-    _batch_loop()(W, values, P, int(marginals))
-    return values, (P if marginals else None)
 
 
 @numba_basic.numba_njit

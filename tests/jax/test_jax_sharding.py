@@ -38,12 +38,14 @@ mesh, (xs, ys) = shard_observations(x, y)
 two_v, two_g = vg(params, xs, ys)
 ref = model.compile_logp()({"theta": k_theta})      # the numba path
 hlo = vg.lower(params, xs, ys).compile().as_text()  # the subset DP's table: one half per device
-tables = {"half": hlo.count(f"f64[{G // 2},{2 ** M}]"), "whole": hlo.count(f"f64[{G},{2 ** M}]")}
+tables = {"half": hlo.count(f"f64[{G // 2},{2 ** M}]"),
+          "whole": hlo.count(f"f64[{G},{2 ** M}]")}
 print(json.dumps({
     "devices": len(jax.devices()),
     "x_devices": len(xs.sharding.device_set),
     "one": float(one_v), "two": float(two_v), "numba": float(ref),
-    "tables": tables, "g_one": np.asarray(one_g["theta"]).tolist(), "g_two": np.asarray(two_g["theta"]).tolist(),
+    "tables": tables, "g_one": np.asarray(one_g["theta"]).tolist(),
+    "g_two": np.asarray(two_g["theta"]).tolist(),
 }))
 """
 
