@@ -77,12 +77,12 @@ def kernels(max_m):
         W = pt.tensor("W", shape=(None,) * len(shape))
         v = log_permanent(W)
         row(f"log_perm {label}", [W], [v, pt.grad(pt.sum(v), W)], [rng.normal(size=shape)],
-            3 if shape[-1] >= 15 else 20)
+            10 if shape[-1] >= 15 else 50)
     for D in (1000, 10000):
         th, k = pt.vector("th"), pt.lscalar("k")
         v = log_esp(th, k)
         row(f"log_esp D = {D}, k = {D // 10}", [th, k], [v, pt.grad(v, th)],
-            [rng.normal(size=D), np.int64(D // 10)], 5)
+            [rng.normal(size=D), np.int64(D // 10)], 10)
 
 
 def float32_accuracy():

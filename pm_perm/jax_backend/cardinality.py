@@ -1,5 +1,14 @@
 """Conditional-Bernoulli normaliser ``log e_k(exp theta)`` in JAX (no PyTensor here).
 
+Where it runs: on a CPU, value, marginals and ``Cov(y | k) @ v`` come from the numba kernels of
+the numba Ops, as XLA FFI custom calls (:mod:`pm_perm.jax_backend.cpu_ffi`; O(D k) per row); on
+every other platform, with ``PM_PERM_JAX_XLA=1`` or inside ``xla_only()``, the XLA DP below runs
+(O(D^2), see below). ``jax.grad`` of :func:`log_esp` is the marginals and of
+:func:`log_esp_and_marginals` uses :func:`conditional_covariance_dot` (``jax.custom_vjp``), on
+both paths.
+
+XLA DP:
+
 Tilted probability-scale DP, as in :mod:`pm_perm.kernels.cardinality`: with a tilt ``c`` such
 that ``sum_d sigmoid(theta_d - c) ~= k``,
 ``log e_k(exp theta) = k c + sum_d log(1 + exp(theta_d - c)) + log q[k]``, where ``q`` is the
@@ -19,8 +28,8 @@ No ``-inf`` enters the arithmetic (``jax.grad`` of ``logaddexp(-inf, -inf)`` is 
 items (``theta = -inf``) have ``p_d = 0`` exactly; ``k`` outside ``0..#finite logits`` gives
 ``-inf`` (and zero gradient) by a final ``where``, as in the numba kernels; the tilt is clipped
 to a finite range so the unused branch never produces NaN. NaN or ``+inf`` logits give NaN.
-Gradients: ``jax.grad`` = the conditional marginals ``p(y_d = 1 | k)``; forward-over-reverse
-(``jax.jvp`` of the gradient) gives the Hessian-vector product ``Cov(y | k) @ v``.
+Gradients of the XLA DP: reverse mode gives the conditional marginals ``p(y_d = 1 | k)``;
+forward-over-reverse (``jax.jvp`` of the gradient) gives ``Cov(y | k) @ v``.
 """
 
 from __future__ import annotations

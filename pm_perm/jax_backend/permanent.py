@@ -1,30 +1,38 @@
 """Exact log-permanent and permutation marginals in JAX (no PyTensor here).
 
-Same subset dynamic program as :mod:`pm_perm.kernels.permanent`, written for XLA: the forward
-table ``f[S]`` (rows ``0..|S|-1`` onto the column set ``S``) is one array over all ``2^M``
-bitmasks, filled one popcount layer at a time. Layer ``k`` is a gather and a matrix-vector
-product, vectorised over the ``C(M, k)`` subsets of the layer:
-``f[S] = sum_j f[S xor 2^j] B[k-1, j]``; for a column ``j`` not in ``S``, ``S xor 2^j`` lies in
-layer ``k+1``, still zero, so no mask is needed. The backward table ``g`` and the marginals
-``P[k, j] = B[k, j] sum_{|T|=k} f[T] g[T + {j}] / perm(B)`` come from the same gathers in
-reverse layer order. Work O(M 2^M) per pass, memory 2^M floats (plus one layer of C(M, k) x M).
+Where it runs: on a CPU, the value and the marginals come from pm_perm's numba kernel (the one
+the numba Ops call), as an XLA FFI custom call (:mod:`pm_perm.jax_backend.cpu_ffi`), because the
+XLA DP below is 8-45x slower than it on a CPU (``benchmarks/bench_jax.py``); on every other
+platform (GPU, TPU), with ``PM_PERM_JAX_XLA=1``, or inside
+:func:`pm_perm.jax_backend._common.xla_only`, the XLA DP runs. The choice is made when the
+program is lowered for its platform (``jax.lax.platform_dependent``).
+
+XLA DP: the same subset dynamic program as :mod:`pm_perm.kernels.permanent`, written for XLA:
+the forward table ``f[S]`` (rows ``0..|S|-1`` onto the column set ``S``) is one array over all
+``2^M`` bitmasks, filled one popcount layer at a time. Layer ``k`` is a gather and a
+matrix-vector product, vectorised over the ``C(M, k)`` subsets of the layer: ``f[S] = sum_j f[S
+xor 2^j] B[k-1, j]``; for a column ``j`` not in ``S``, ``S xor 2^j`` lies in layer ``k+1``,
+still zero, so no mask is needed. The backward table ``g`` and the marginals ``P[k, j] = B[k, j]
+sum_{|T|=k} f[T] g[T + {j}] / perm(B)`` come from the same gathers in reverse layer order. Work
+O(M 2^M) per pass, memory 2^M floats (plus one layer of C(M, k) x M).
 
 Scaling: as in the numba kernel, ``W`` is shifted by the dual potentials of the max-weight
-assignment (``B = exp(W - r - c) <= 1``, equal to 1 on the best permutation), so the DP adds only
-positive numbers in ``[1, M!]`` whatever the spread of the logits. The duals come from the numba
-Hungarian kernel through ``jax.pure_callback`` (O(M^3) per matrix on the host, the whole batch in
-one call; not differentiated: ``log perm`` moves by exactly the sum of the shifts, so they are
-held constant). Row/column log-normalisers computed in JAX (Sinkhorn) were tried first: at
-logit spreads of hundreds of nats they need thousands of sweeps, and with a fixed number the DP
-underflowed to ``log perm = -inf`` (found by numpyro running away on the demo model). The dtype
-of ``W`` is kept: float64 when ``jax_enable_x64`` is on (PyTensor's JAX linker turns it on for
-floatX = float64), float32 otherwise.
+assignment (``B = exp(W - r - c) <= 1``, equal to 1 on the best permutation), so the DP adds
+only positive numbers in ``[1, M!]`` whatever the spread of the logits. The duals come from the
+numba Hungarian kernel through ``jax.pure_callback`` (O(M^3) per matrix on the host, the whole
+batch in one call; not differentiated: ``log perm`` moves by exactly the sum of the shifts, so
+they are held constant). Row/column log-normalisers computed in JAX (Sinkhorn) were tried first:
+at logit spreads of hundreds of nats they need thousands of sweeps, and with a fixed number the
+DP underflowed to ``log perm = -inf`` (found by numpyro running away on the demo model). The
+dtype of ``W`` is kept: float64 when ``jax_enable_x64`` is on (PyTensor's JAX linker turns it on
+for floatX = float64), float32 otherwise.
 
-Gradient: :func:`log_permanent` has a ``jax.custom_vjp`` whose backward pass is the DP's own
-(the marginals), so ``jax.grad`` costs about one more pass and no per-layer residuals. ``-inf``
-logits are exact zeros of ``B`` with zero gradient; logits admitting no permutation give
-``log perm = -inf`` and zero marginals; NaN, ``+inf`` or finite entries beyond ``LOGIT_ABS_MAX``
-give NaN (as the numba Ops do). Second derivatives are not implemented (nor in numba).
+Gradient: :func:`log_permanent` has a ``jax.custom_vjp`` whose forward pass computes the value
+and the marginals in one forward-backward pass (kept as the only residual, M x M), and whose
+backward pass scales them by the cotangent. ``-inf`` logits are exact zeros of ``B`` with zero
+gradient; logits admitting no permutation give ``log perm = -inf`` and zero marginals; NaN,
+``+inf`` or finite entries beyond ``LOGIT_ABS_MAX`` give NaN (as the numba Ops do). Second
+derivatives are not implemented (nor in numba).
 """
 
 from __future__ import annotations
