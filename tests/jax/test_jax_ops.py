@@ -7,6 +7,8 @@ blackjax run). Sizes cover the brute-force test sets (M <= 7, D <= 10), with bat
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -236,3 +238,46 @@ def test_plackett_luce_loglik(M):
     _close(_jax_grad_of_sum([u, o, c], tot, uv, ov, cv), numba[3])
     per_grad = pytensor.function([u, o], pt.grad(pt.sum(per), u))(uv, ov)
     _close(_jax_grad_of_sum([u, o], per, uv, ov), per_grad)
+
+
+def test_cpu_path_dispatch():
+    """On a CPU the lowered program calls the numba kernels (FFI targets) and holds no XLA DP;
+    under ``xla_only`` (``PM_PERM_JAX_XLA=1``) it is the other way round."""
+    from pm_perm.jax_backend._common import xla_only
+    from pm_perm.jax_backend.cardinality import log_esp
+    from pm_perm.jax_backend.permanent import log_permanent
+
+    W, th = np.zeros((6, 6)), np.zeros(5)
+    for xla in (False, True):
+        with xla_only() if xla else contextlib.nullcontext():
+            perm = jax.jit(jax.grad(log_permanent)).lower(W).as_text()
+            esp = jax.jit(jax.grad(log_esp)).lower(th, 2).as_text()
+        assert ("pm_perm_log_permanent" in perm) != xla
+        assert ("pm_perm_log_esp" in esp) != xla
+        assert (f"tensor<{2 ** 6}x" in perm) == xla  # the XLA DP's subset table
+
+
+def test_cpu_path_float32():
+    """float32 inputs on the CPU path: float32 outputs, the float64 kernel's values rounded
+    (the FFI handler converts to float64 and back), batched by vmap."""
+    from pm_perm.jax_backend.cardinality import log_esp_and_marginals
+    from pm_perm.jax_backend.permanent import log_permanent_and_marginals
+    from pm_perm.kernels.cardinality import log_esp_and_marginals_core
+    from pm_perm.kernels.permanent import log_permanent_and_marginals_core
+
+    rng = np.random.default_rng(11)
+    W = rng.normal(size=(3, 6, 6)).astype(np.float32)
+    v, P = jax.jit(jax.vmap(log_permanent_and_marginals))(W)
+    assert v.dtype == np.float32 and P.dtype == np.float32
+    for b in range(3):
+        rv, rP = log_permanent_and_marginals_core(W[b].astype(np.float64))
+        np.testing.assert_allclose(v[b], rv, rtol=1e-6)
+        np.testing.assert_allclose(P[b], rP, rtol=1e-5, atol=1e-7)
+    th = rng.normal(size=(3, 8)).astype(np.float32)
+    k = np.array([1, 4, 7], dtype=np.int32)
+    lv, m = jax.jit(jax.vmap(log_esp_and_marginals))(th, k)
+    assert lv.dtype == np.float32
+    for b in range(3):
+        rv, rm = log_esp_and_marginals_core(th[b].astype(np.float64), int(k[b]))
+        np.testing.assert_allclose(lv[b], rv, rtol=1e-6)
+        np.testing.assert_allclose(m[b], rm, rtol=1e-5, atol=1e-7)
