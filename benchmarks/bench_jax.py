@@ -44,7 +44,7 @@ def _compiled(inputs, outputs, values, xla):
     or, with ``xla``, the XLA DPs (what GPUs run)."""
     import pytensor
 
-    from pm_perm.jax_backend._common import xla_only
+    from pm_perm.jax_backend.platform import xla_only
 
     (fn,) = _blocking(pytensor.function(inputs, outputs, mode="JAX"))
     with xla_only() if xla else contextlib.nullcontext():
@@ -88,7 +88,7 @@ def kernels(max_m):
 def float32_accuracy():
     """The float32 accuracy of the XLA DPs (traced inside ``xla_only``: what a GPU runs; the
     CPU path computes in float64 whatever the input dtype)."""
-    from pm_perm.jax_backend._common import xla_only
+    from pm_perm.jax_backend.platform import xla_only
 
     with xla_only():
         _float32_errors()

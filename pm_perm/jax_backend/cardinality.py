@@ -41,7 +41,8 @@ import jax
 import jax.numpy as jnp
 
 from pm_perm.jax_backend import cpu_ffi
-from pm_perm.jax_backend._common import on_platform, valid_logits
+from pm_perm.jax_backend._common import valid_logits
+from pm_perm.jax_backend.platform import on_platform
 
 __all__ = [
     "conditional_covariance_dot",

@@ -4,7 +4,7 @@ Where it runs: on a CPU, the value and the marginals come from pm_perm's numba k
 the numba Ops call), as an XLA FFI custom call (:mod:`pm_perm.jax_backend.cpu_ffi`), because the
 XLA DP below is 8-45x slower than it on a CPU (``benchmarks/bench_jax.py``); on every other
 platform (GPU, TPU), with ``PM_PERM_JAX_XLA=1``, or inside
-:func:`pm_perm.jax_backend._common.xla_only`, the XLA DP runs. The choice is made when the
+:func:`pm_perm.jax_backend.platform.xla_only`, the XLA DP runs. The choice is made when the
 program is lowered for its platform (``jax.lax.platform_dependent``).
 
 XLA DP: the same subset dynamic program as :mod:`pm_perm.kernels.permanent`, written for XLA:
@@ -45,7 +45,8 @@ import numpy as np
 from numba import njit
 
 from pm_perm.jax_backend import cpu_ffi
-from pm_perm.jax_backend._common import on_platform, valid_logits
+from pm_perm.jax_backend._common import valid_logits
+from pm_perm.jax_backend.platform import on_platform
 from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 

@@ -37,7 +37,7 @@ import pytensor
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from pm_perm.jax_backend._common import xla_only
+from pm_perm.jax_backend.platform import xla_only
 
 __all__ = ["model_logp_fn", "shard_observations"]
 
@@ -50,7 +50,7 @@ def model_logp_fn(model, data_names, xla=True):
     (transformed space). The function is not jitted: jit it after sharding the data.
     With ``xla=True`` (default) the exact permanent and count kernels are traced as XLA DPs
     on every platform, CPU included, so XLA partitions them over the devices; their CPU host
-    callbacks (faster on one CPU, see :mod:`pm_perm.jax_backend._common`) would gather the
+    callbacks (faster on one CPU, see :mod:`pm_perm.jax_backend.platform`) would gather the
     whole batch onto one device. ``xla=False`` keeps the callbacks (one CPU device).
     """
     from pymc.sampling.jax import get_jaxified_graph

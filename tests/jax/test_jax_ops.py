@@ -243,9 +243,9 @@ def test_plackett_luce_loglik(M):
 def test_cpu_path_dispatch():
     """On a CPU the lowered program calls the numba kernels (FFI targets) and holds no XLA DP;
     under ``xla_only`` (``PM_PERM_JAX_XLA=1``) it is the other way round."""
-    from pm_perm.jax_backend._common import xla_only
     from pm_perm.jax_backend.cardinality import log_esp
     from pm_perm.jax_backend.permanent import log_permanent
+    from pm_perm.jax_backend.platform import xla_only
 
     W, th = np.zeros((6, 6)), np.zeros(5)
     for xla in (False, True):
