@@ -35,6 +35,7 @@ from pm_perm.kernels.cardinality import (
     log_esp_and_marginals_core,
     log_esp_core,
 )
+from pm_perm.kernels.permanent import checked_value_into
 
 __all__ = ["call"]
 
@@ -119,31 +120,24 @@ def _store(addr, values):
             dst[i] = values[i]
 
 
-@functools.cache
-def _permanent_handler():
-    from pm_perm.ops.permanent import _kernel
-
-    kernel = _kernel().external
-
-    def handler(frame_ptr):
-        frame = carray(frame_ptr, 22)
-        if _answer_metadata(frame):
-            return 0
-        args, rets = carray(_i64p(frame[9]), 1), carray(_i64p(frame[14]), frame[12])
-        W, M = _load(args[0])
-        n = _buffer(rets[0])[2]
-        marginals = frame[12] == 2
-        values = np.empty(n)
-        P = np.empty(W.size) if marginals else W
-        for b in range(n):
-            Wb, Pb = W[b * M * M:(b + 1) * M * M], P[b * M * M:(b + 1) * M * M]
-            values[b] = kernel(Wb.ctypes, M, Pb.ctypes, 1 if marginals else 0)
-        _store(rets[0], values)
-        if marginals:
-            _store(rets[1], P)
+def _permanent_handler(frame_ptr):
+    frame = carray(frame_ptr, 22)
+    if _answer_metadata(frame):
         return 0
-
-    return handler
+    args, rets = carray(_i64p(frame[9]), 1), carray(_i64p(frame[14]), frame[12])
+    W, M = _load(args[0])
+    n = _buffer(rets[0])[2]
+    marginals = frame[12] == 2
+    values = np.empty(n)
+    P = np.empty(W.size) if marginals else W
+    for b in range(n):
+        Wb = W[b * M * M:(b + 1) * M * M].reshape(M, M)
+        values[b] = checked_value_into(Wb, P[b * M * M:(b + 1) * M * M].reshape(M, M),
+                                       marginals)
+    _store(rets[0], values)
+    if marginals:
+        _store(rets[1], P)
+    return 0
 
 
 def _count_handler(frame_ptr):
@@ -180,10 +174,8 @@ _SIGNATURE = types.int64(types.CPointer(types.int64))  # XLA_FFI_Error* (NULL: s
 @functools.cache
 def _registered(target):
     """Compile (numba, cached on disk) and register the handler of ``target`` once."""
-    if target == "pm_perm_log_permanent":
-        compiled = cfunc(_SIGNATURE, _permanent_handler())
-    else:
-        compiled = cfunc(_SIGNATURE, _count_handler, cache=True)
+    handler = _permanent_handler if target == "pm_perm_log_permanent" else _count_handler
+    compiled = cfunc(_SIGNATURE, handler, cache=True)
     jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(compiled.address), platform="cpu")
     return target
 
