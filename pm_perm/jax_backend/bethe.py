@@ -10,6 +10,14 @@ at large weight spreads. Exclusion sums use prefix + suffix sums (no cancellatio
 path's extra stages (vertex certificate, CCCP and Newton fallbacks) are not ported: where it
 needs them, this loop may not converge.
 
+Where it runs: on a CPU, the numba Bethe kernel (the numba Ops' fixed point with its vertex
+certificate, CCCP and Newton stages) as an XLA FFI custom call
+(:mod:`pm_perm.jax_backend.cpu_ffi`): under ``vmap`` (numpyro's vectorised chains, batched
+matrices) the ``while_loop`` below runs until the slowest matrix converges, up to ``max_iter``
+sweeps per evaluation, and numpyro on the PermutationExpFamily(method="bethe") model did not
+finish in 20 minutes. On every other platform, with ``PM_PERM_JAX_XLA=1`` or inside
+``xla_only()``, the loop below runs.
+
 Convergence failure is surfaced as NaN (value and beliefs), not as an exception (JAX cannot
 raise at run time): a sampler rejects such a point. To check, call
 :func:`bethe_log_permanent_info`, which also returns the number of sweeps and the final
@@ -26,7 +34,9 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from pm_perm.jax_backend import cpu_ffi
 from pm_perm.jax_backend._common import valid_logits
+from pm_perm.jax_backend.platform import on_platform
 
 __all__ = ["bethe_log_permanent", "bethe_log_permanent_and_marginals",
            "bethe_log_permanent_info"]
@@ -130,8 +140,16 @@ def bethe_log_permanent_and_marginals(W, tol=1e-9, max_iter=100_000):
     ``jax.grad`` of the value is the beliefs (envelope theorem); the beliefs' own derivative
     (the Hessian of the Bethe free energy) is not implemented, as in the numba Op.
     """
-    v, G, _, _ = bethe_log_permanent_info(W, tol, max_iter)
-    return v, G
+    return on_platform((W,), lambda W: _host(W, tol, max_iter),
+                       lambda W: bethe_log_permanent_info(W, tol, max_iter)[:2])
+
+
+def _host(W, tol, max_iter):
+    """The numba Bethe kernel (an XLA FFI custom call, CPU only)."""
+    shapes = (jax.ShapeDtypeStruct(W.shape[:-2], W.dtype), jax.ShapeDtypeStruct(W.shape, W.dtype))
+    return cpu_ffi.call("pm_perm_bethe", shapes, jax.lax.stop_gradient(W),
+                        jnp.asarray(tol, W.dtype), jnp.asarray(max_iter),
+                        vmap_method="expand_dims")
 
 
 def _fwd(W, tol, max_iter):

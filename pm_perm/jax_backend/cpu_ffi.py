@@ -18,6 +18,9 @@ Targets (CPU only):
   ``-> (value (...), P (..., M, M))``.
 * ``pm_perm_log_esp``: ``theta (..., D), k (...) -> value (...)`` or ``-> (value, marginals)``;
   with a third argument ``v (..., D)``: ``-> Cov(y | k) @ v (..., D)``.
+* ``pm_perm_bethe``: ``W (..., M, M), tol (), max_iter () -> (value (...), beliefs)``: the numba
+  Bethe kernel (with its vertex certificate, CCCP and Newton stages); a fixed point not reached
+  within ``max_iter`` sweeps gives NaN (the numba Ops raise instead).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from numba import carray, types
 from numba.extending import intrinsic
 
 from pm_perm._numba import cfunc, njit
+from pm_perm.kernels._checks import finite_or_minus_inf
+from pm_perm.kernels.bethe import bethe_core
 from pm_perm.kernels.cardinality import (
     conditional_covariance_dot_core,
     log_esp_and_marginals_core,
@@ -168,13 +173,41 @@ def _count_handler(frame_ptr):
     return 0
 
 
+def _bethe_handler(frame_ptr):
+    frame = carray(frame_ptr, 22)
+    if _answer_metadata(frame):
+        return 0
+    args, rets = carray(_i64p(frame[9]), 3), carray(_i64p(frame[14]), 2)
+    W, M = _load(args[0])
+    tol, max_iter = _load(args[1])[0][0], int(_load(args[2])[0][0])
+    n = _buffer(rets[0])[2]
+    values, G = np.empty(n), np.empty(W.size)
+    for b in range(n):
+        Wb = np.ascontiguousarray(W[b * M * M:(b + 1) * M * M].reshape(M, M))
+        Gb = G[b * M * M:(b + 1) * M * M]
+        if not finite_or_minus_inf(Wb):
+            values[b], Gb[:] = np.nan, np.nan
+            continue
+        v, g, _, err = bethe_core(Wb, tol, max_iter)
+        if v == -np.inf:  # no permutation: -inf and zero beliefs, as the XLA loop gives
+            values[b], Gb[:] = v, 0.0
+        elif err <= tol:
+            values[b], Gb[:] = v, g.ravel()
+        else:  # not converged: NaN, as documented for the JAX path (a sampler rejects it)
+            values[b], Gb[:] = np.nan, np.nan
+    _store(rets[0], values)
+    _store(rets[1], G)
+    return 0
+
+
 _SIGNATURE = types.int64(types.CPointer(types.int64))  # XLA_FFI_Error* (NULL: success)
 
 
 @functools.cache
 def _registered(target):
     """Compile (numba, cached on disk) and register the handler of ``target`` once."""
-    handler = _permanent_handler if target == "pm_perm_log_permanent" else _count_handler
+    handler = {"pm_perm_log_permanent": _permanent_handler, "pm_perm_log_esp": _count_handler,
+               "pm_perm_bethe": _bethe_handler}[target]
     compiled = cfunc(_SIGNATURE, handler, cache=True)
     jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(compiled.address), platform="cpu")
     return target
