@@ -14,7 +14,7 @@
    at D = 1,000 (float32 inputs, float64 reference).
 
 Prints the JAX device; runs unchanged on a GPU (``pip install jax[cuda12]``).
-Options: ``--skip-sampling``, ``--max-m``.
+Options: ``--skip-sampling``, ``--skip-kernels``, ``--max-m``.
 """
 
 from __future__ import annotations
@@ -161,6 +161,8 @@ def sampling():
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--skip-sampling", action="store_true")
+    p.add_argument("--skip-kernels", action="store_true",
+                   help="skip parts 1 and 3 (kernel timings, float32 accuracy)")
     p.add_argument("--max-m", type=int, default=20)
     args = p.parse_args(argv)
     import jax
@@ -168,8 +170,9 @@ def main(argv=None):
     import pm_perm  # noqa: F401  (registers the JAX implementations)
 
     print(f"JAX devices: {jax.devices()}  (x64: {jax.config.jax_enable_x64})")
-    kernels(args.max_m)
-    float32_accuracy()
+    if not args.skip_kernels:
+        kernels(args.max_m)
+        float32_accuracy()
     if not args.skip_sampling:
         sampling()
 
