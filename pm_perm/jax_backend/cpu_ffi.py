@@ -214,5 +214,10 @@ def _registered(target):
 
 
 def call(target, result_shapes, *args, vmap_method):
-    """``jax.ffi.ffi_call`` of one of the targets above (registered on first use)."""
+    """``jax.ffi.ffi_call`` of one of the targets above (registered on first use). The handlers
+    read float32 / float64 and int32 / int64 buffers only."""
+    for a in args:
+        if a.dtype.name not in ("float32", "float64", "int32", "int64"):
+            raise TypeError(f"{target}: inputs must be float32/float64 (counts int32/int64); "
+                            f"got {a.dtype.name}: cast them first")
     return jax.ffi.ffi_call(_registered(target), result_shapes, vmap_method=vmap_method)(*args)
