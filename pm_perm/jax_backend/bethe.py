@@ -147,7 +147,7 @@ def bethe_log_permanent_and_marginals(W, tol=1e-9, max_iter=100_000):
 def _host(W, tol, max_iter):
     """The numba Bethe kernel (an XLA FFI custom call, CPU only)."""
     shapes = (jax.ShapeDtypeStruct(W.shape[:-2], W.dtype), jax.ShapeDtypeStruct(W.shape, W.dtype))
-    return cpu_ffi.call("pm_perm_bethe", shapes, jax.lax.stop_gradient(W),
+    return cpu_ffi.call("pm_perm_bethe", shapes, W,
                         jnp.asarray(tol, W.dtype), jnp.asarray(max_iter),
                         vmap_method="expand_dims")
 

@@ -124,9 +124,9 @@ def _host(theta, k, v=None, marginals=False):
     value = jax.ShapeDtypeStruct(theta.shape[:-1], theta.dtype)
     vec = jax.ShapeDtypeStruct(theta.shape, theta.dtype)
     k = k.astype(jax.dtypes.canonicalize_dtype(jnp.int64))  # the handler reads int32 / int64
-    args = (jax.lax.stop_gradient(theta), k)
+    args = (theta, k)
     if v is not None:
-        shapes, args = vec, (*args, jax.lax.stop_gradient(v))
+        shapes, args = vec, (*args, v)
     else:
         shapes = (value, vec) if marginals else value
     return cpu_ffi.call("pm_perm_log_esp", shapes, *args, vmap_method="broadcast_all")
@@ -147,7 +147,9 @@ def _value_and_marginals(theta, k):
 
 
 def _log_esp_fwd(theta, k):
-    v, m = _value_and_marginals(theta, k)
+    # through the differentiable pair, so reverse-over-reverse (jax.jacrev of jax.grad) gets
+    # the covariance; the FFI call itself has no derivative
+    v, m = log_esp_and_marginals(theta, k)
     return v, m
 
 

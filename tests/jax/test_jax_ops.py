@@ -289,3 +289,15 @@ def test_cpu_path_float32():
         rv, rm = log_esp_and_marginals_core(th[b].astype(np.float64), int(k[b]))
         np.testing.assert_allclose(lv[b], rv, rtol=1e-6)
         np.testing.assert_allclose(m[b], rm, rtol=1e-5, atol=1e-7)
+
+
+def test_log_esp_second_derivative(jax_path):
+    """``jax.jacrev(jax.grad(log_esp))`` (reverse over reverse) is the conditional covariance on
+    both paths (``jax.hessian``, forward over reverse, is refused by ``jax.custom_vjp``)."""
+    from pm_perm.jax_backend.cardinality import log_esp
+    from pm_perm.kernels.cardinality import conditional_covariance_dot_core
+
+    th = np.random.default_rng(12).normal(size=6)
+    H = np.asarray(jax.jit(jax.jacrev(jax.grad(log_esp)))(th, 2))
+    ref = np.stack([conditional_covariance_dot_core(th, 2, e) for e in np.eye(6)])
+    _close(H, ref)
