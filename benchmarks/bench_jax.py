@@ -2,8 +2,11 @@
 
 1. Value + gradient of the exact log-permanent (M = 5 with a batch of 1,000 matrices; M = 10,
    15, 20 single matrices) and of the conditional-Bernoulli normaliser (D = 1,000 and 10,000,
-   k = D / 10): the same PyTensor graph compiled with the default (numba) linker and with
-   ``mode="JAX"``; best of a few calls after a warm-up (compilation excluded).
+   k = D / 10): the same PyTensor graph compiled with the default (numba) linker and twice with
+   ``mode="JAX"``: with the CPU path (host callbacks into the numba kernels, the default on
+   CPU) and with the XLA DPs (what GPUs run; forced on CPU by ``xla_only``); best of a few calls
+   after a warm-up (compilation excluded). Run with one thread
+   (``OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1``).
 2. Sampling wall time on the demo model (examples/demo.py: 200 graphs, M = 8, d = 4; 4 chains x
    (1,000 tune + 1,000 draws)), including compilation: default sampler (nutpie, numba), nutpie's
    JAX backend, numpyro.
@@ -11,12 +14,13 @@
    at D = 1,000 (float32 inputs, float64 reference).
 
 Prints the JAX device; runs unchanged on a GPU (``pip install jax[cuda12]``).
-Options: ``--skip-sampling``, ``--max-m``.
+Options: ``--skip-sampling``, ``--skip-kernels``, ``--max-m``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 import warnings
@@ -35,6 +39,19 @@ def _blocking(*fns):
     return [lambda *a, f=f: jax.block_until_ready(f(*a)) for f in fns]
 
 
+def _compiled(inputs, outputs, values, xla):
+    """The graph compiled with ``mode="JAX"`` and traced (first call) with the CPU host kernels
+    or, with ``xla``, the XLA DPs (what GPUs run)."""
+    import pytensor
+
+    from pm_perm.jax_backend.platform import xla_only
+
+    (fn,) = _blocking(pytensor.function(inputs, outputs, mode="JAX"))
+    with xla_only() if xla else contextlib.nullcontext():
+        fn(*values)
+    return fn
+
+
 def kernels(max_m):
     import pytensor
     import pytensor.tensor as pt
@@ -43,30 +60,41 @@ def kernels(max_m):
     from pm_perm.ops.permanent import log_permanent
 
     rng = np.random.default_rng(0)
-    print(f"{'case':28s} {'numba (s)':>12s} {'JAX (s)':>12s} {'JAX / numba':>12s}")
+    print("value + gradient, seconds per call (best of several); ratios to numba")
+    print(f"{'case':32s} {'numba':>10s} {'JAX cpu-kernel':>15s} {'JAX XLA':>10s} "
+          f"{'cpu-kernel/numba':>17s} {'XLA/numba':>10s}")
+
+    def row(label, inputs, outs, values, reps):
+        (numba,) = _blocking(pytensor.function(inputs, outs))
+        fns = [numba] + [_compiled(inputs, outs, values, xla) for xla in (False, True)]
+        t = [best_time(lambda f=f: f(*values), reps) for f in fns]
+        print(f"{label:32s} {t[0]:10.3g} {t[1]:15.3g} {t[2]:10.3g} {t[1] / t[0]:17.2f} "
+              f"{t[2] / t[0]:10.2f}", flush=True)
+
     cases = [("M = 5, batch 1,000", (1000, 5, 5))] + [
         (f"M = {m}", (m, m)) for m in (10, 15, 20) if m <= max_m]
     for label, shape in cases:
         W = pt.tensor("W", shape=(None,) * len(shape))
         v = log_permanent(W)
-        outs = [v, pt.grad(pt.sum(v), W)]
-        Wv = rng.normal(size=shape)
-        fns = _blocking(pytensor.function([W], outs), pytensor.function([W], outs, mode="JAX"))
-        reps = 3 if shape[-1] >= 15 else 20
-        t = [best_time(lambda f=f: f(Wv), reps) for f in fns]
-        print(f"log_perm {label:19s} {t[0]:12.3g} {t[1]:12.3g} {t[1] / t[0]:12.2f}")
+        row(f"log_perm {label}", [W], [v, pt.grad(pt.sum(v), W)], [rng.normal(size=shape)],
+            10 if shape[-1] >= 15 else 50)
     for D in (1000, 10000):
         th, k = pt.vector("th"), pt.lscalar("k")
         v = log_esp(th, k)
-        outs = [v, pt.grad(v, th)]
-        thv = rng.normal(size=D)
-        fns = _blocking(pytensor.function([th, k], outs),
-                        pytensor.function([th, k], outs, mode="JAX"))
-        t = [best_time(lambda f=f: f(thv, D // 10), 5) for f in fns]
-        print(f"log_esp D = {D:<6d} k = {D // 10:<6d} {t[0]:12.3g} {t[1]:12.3g} {t[1] / t[0]:12.2f}")
+        row(f"log_esp D = {D}, k = {D // 10}", [th, k], [v, pt.grad(v, th)],
+            [rng.normal(size=D), np.int64(D // 10)], 10)
 
 
 def float32_accuracy():
+    """The float32 accuracy of the XLA DPs (traced inside ``xla_only``: what a GPU runs; the
+    CPU path computes in float64 whatever the input dtype)."""
+    from pm_perm.jax_backend.platform import xla_only
+
+    with xla_only():
+        _float32_errors()
+
+
+def _float32_errors():
     import jax
     import jax.numpy as jnp
 
@@ -77,7 +105,8 @@ def float32_accuracy():
 
     rng = np.random.default_rng(1)
     f = jax.jit(log_permanent)
-    print("float32: relative error of log perm (logits N(0, 1); 3 matrices per M; max)")
+    print("float32 (the XLA DPs, as on a GPU; the CPU path computes in float64): relative error "
+          "of log perm (logits N(0, 1); 3 matrices per M; max)")
     for M in range(8, 21, 2):
         errs = []
         for _ in range(3):
@@ -132,6 +161,8 @@ def sampling():
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--skip-sampling", action="store_true")
+    p.add_argument("--skip-kernels", action="store_true",
+                   help="skip parts 1 and 3 (kernel timings, float32 accuracy)")
     p.add_argument("--max-m", type=int, default=20)
     args = p.parse_args(argv)
     import jax
@@ -139,8 +170,9 @@ def main(argv=None):
     import pm_perm  # noqa: F401  (registers the JAX implementations)
 
     print(f"JAX devices: {jax.devices()}  (x64: {jax.config.jax_enable_x64})")
-    kernels(args.max_m)
-    float32_accuracy()
+    if not args.skip_kernels:
+        kernels(args.max_m)
+        float32_accuracy()
     if not args.skip_sampling:
         sampling()
 

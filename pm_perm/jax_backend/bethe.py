@@ -2,18 +2,26 @@
 
 The same fixed point as :mod:`pm_perm.kernels.bethe` (the Bethe free energy is convex on the
 Birkhoff polytope, so every converged scheme reaches the same beliefs): sum-product loopy BP
-with ratio messages, ``lam[i, j] = B[i, j] / sum_{s != j} B[i, s] rho[i, s]``,
-``rho[i, j] = 1 / sum_{l != i} lam[l, j]``, beliefs ``G ~ B rho`` (rows normalised), in one
-``lax.while_loop``. Undamped for the first ``UNDAMPED_SWEEPS`` sweeps, then with damping 1/2
-(geometric mixing of the messages, same fixed points), which stops the period-2 oscillation
-at large weight spreads. Exclusion sums use prefix + suffix sums (no cancellation). The numba
-path's extra stages (vertex certificate, CCCP and Newton fallbacks) are not ported: where it
-needs them, this loop may not converge.
+with ratio messages, ``lam[i, j] = B[i, j] / sum_{s != j} B[i, s] rho[i, s]``, ``rho[i, j] = 1 /
+sum_{l != i} lam[l, j]``, beliefs ``G ~ B rho`` (rows normalised), in one ``lax.while_loop``.
+Undamped for the first ``UNDAMPED_SWEEPS`` sweeps, then with damping 1/2 (geometric mixing of
+the messages, same fixed points), which stops the period-2 oscillation at large weight spreads.
+Exclusion sums use prefix + suffix sums (no cancellation). The numba path's extra stages (vertex
+certificate, CCCP and Newton fallbacks) are not ported: where it needs them, this loop may not
+converge.
+
+Where it runs: on a CPU, the numba Bethe kernel (the numba Ops' fixed point with its vertex
+certificate, CCCP and Newton stages) as an XLA FFI custom call
+(:mod:`pm_perm.jax_backend.cpu_ffi`): under ``vmap`` (numpyro's vectorised chains, batched
+matrices) the ``while_loop`` below runs until the slowest matrix converges, up to ``max_iter``
+sweeps per evaluation, and numpyro on a small PermutationExpFamily(method="bethe") model
+(``tests/jax/test_jax_samplers.py``) had not finished after 10 minutes when it was stopped. On
+every other platform, with ``PM_PERM_JAX_XLA=1`` or inside ``xla_only()``, the loop below runs.
 
 Convergence failure is surfaced as NaN (value and beliefs), not as an exception (JAX cannot
 raise at run time): a sampler rejects such a point. To check, call
-:func:`bethe_log_permanent_info`, which also returns the number of sweeps and the final
-residual (converged iff ``err <= tol``).
+:func:`bethe_log_permanent_info`, which also returns the number of sweeps and the final residual
+(converged iff ``err <= tol``).
 
 Value ``-F_B(G)`` at the fixed point plus the row/column shifts; gradient by ``jax.custom_vjp``:
 the beliefs (envelope theorem), the same as the numba Op's pullback.
@@ -26,7 +34,9 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from pm_perm.jax_backend import cpu_ffi
 from pm_perm.jax_backend._common import valid_logits
+from pm_perm.jax_backend.platform import on_platform
 
 __all__ = ["bethe_log_permanent", "bethe_log_permanent_and_marginals",
            "bethe_log_permanent_info"]
@@ -130,8 +140,16 @@ def bethe_log_permanent_and_marginals(W, tol=1e-9, max_iter=100_000):
     ``jax.grad`` of the value is the beliefs (envelope theorem); the beliefs' own derivative
     (the Hessian of the Bethe free energy) is not implemented, as in the numba Op.
     """
-    v, G, _, _ = bethe_log_permanent_info(W, tol, max_iter)
-    return v, G
+    return on_platform((W,), lambda W: _host(W, tol, max_iter),
+                       lambda W: bethe_log_permanent_info(W, tol, max_iter)[:2])
+
+
+def _host(W, tol, max_iter):
+    """The numba Bethe kernel (an XLA FFI custom call, CPU only)."""
+    shapes = (jax.ShapeDtypeStruct(W.shape[:-2], W.dtype), jax.ShapeDtypeStruct(W.shape, W.dtype))
+    return cpu_ffi.call("pm_perm_bethe", shapes, W,
+                        jnp.asarray(tol, W.dtype), jnp.asarray(max_iter),
+                        vmap_method="expand_dims")
 
 
 def _fwd(W, tol, max_iter):

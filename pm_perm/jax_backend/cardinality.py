@@ -1,5 +1,14 @@
 """Conditional-Bernoulli normaliser ``log e_k(exp theta)`` in JAX (no PyTensor here).
 
+Where it runs: on a CPU, value, marginals and ``Cov(y | k) @ v`` come from the numba kernels of
+the numba Ops, as XLA FFI custom calls (:mod:`pm_perm.jax_backend.cpu_ffi`; O(D k) per row); on
+every other platform, with ``PM_PERM_JAX_XLA=1`` or inside ``xla_only()``, the XLA DP below runs
+(O(D^2), see below). ``jax.grad`` of :func:`log_esp` is the marginals and of
+:func:`log_esp_and_marginals` uses :func:`conditional_covariance_dot` (``jax.custom_vjp``), on
+both paths.
+
+XLA DP:
+
 Tilted probability-scale DP, as in :mod:`pm_perm.kernels.cardinality`: with a tilt ``c`` such
 that ``sum_d sigmoid(theta_d - c) ~= k``,
 ``log e_k(exp theta) = k c + sum_d log(1 + exp(theta_d - c)) + log q[k]``, where ``q`` is the
@@ -19,18 +28,21 @@ No ``-inf`` enters the arithmetic (``jax.grad`` of ``logaddexp(-inf, -inf)`` is 
 items (``theta = -inf``) have ``p_d = 0`` exactly; ``k`` outside ``0..#finite logits`` gives
 ``-inf`` (and zero gradient) by a final ``where``, as in the numba kernels; the tilt is clipped
 to a finite range so the unused branch never produces NaN. NaN or ``+inf`` logits give NaN.
-Gradients: ``jax.grad`` = the conditional marginals ``p(y_d = 1 | k)``; forward-over-reverse
-(``jax.jvp`` of the gradient) gives the Hessian-vector product ``Cov(y | k) @ v``.
+Gradients of the XLA DP: reverse mode gives the conditional marginals ``p(y_d = 1 | k)``;
+forward-over-reverse (``jax.jvp`` of the gradient) gives ``Cov(y | k) @ v``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
 import jax.numpy as jnp
 
+from pm_perm.jax_backend import cpu_ffi
 from pm_perm.jax_backend._common import valid_logits
+from pm_perm.jax_backend.platform import on_platform
 
 __all__ = [
     "conditional_covariance_dot",
@@ -87,8 +99,7 @@ def _log_pmf_at(theta, c, k):
     return k * c + log_norm + jnp.log(jnp.where(qk > 0, qk, 1.0))
 
 
-def log_esp(theta, k):
-    """``log e_k(exp theta)`` for logits ``theta`` (D,) and an integer count ``k`` ()."""
+def _xla_log_esp(theta, k):
     n_fin = jnp.sum(jnp.isfinite(theta))
     ok = valid_logits(theta)
     feasible = (k >= 0) & (k <= n_fin)
@@ -97,12 +108,81 @@ def log_esp(theta, k):
     return jnp.where(ok, v, jnp.nan)
 
 
-def log_esp_and_marginals(theta, k):
-    """``(log e_k, p(y_d = 1 | sum y = k))``; marginals are 0 when ``e_k = 0``."""
-    v, m = jax.value_and_grad(log_esp)(theta, k)
+def _xla_log_esp_and_marginals(theta, k):
+    v, m = jax.value_and_grad(_xla_log_esp)(theta, k)
     return v, jnp.where(jnp.isnan(v), jnp.nan, m)
 
 
+def _xla_covariance_dot(theta, k, v):
+    return jax.jvp(lambda t: jax.grad(_xla_log_esp)(t, k), (theta,), (v,))[1]
+
+
+# ----------------------------------------------------------------------------- CPU: host kernels
+
+
+def _host(theta, k, v=None, marginals=False):
+    value = jax.ShapeDtypeStruct(theta.shape[:-1], theta.dtype)
+    vec = jax.ShapeDtypeStruct(theta.shape, theta.dtype)
+    k = k.astype(jax.dtypes.canonicalize_dtype(jnp.int64))  # the handler reads int32 / int64
+    args = (theta, k)
+    if v is not None:
+        shapes, args = vec, (*args, v)
+    else:
+        shapes = (value, vec) if marginals else value
+    return cpu_ffi.call("pm_perm_log_esp", shapes, *args, vmap_method="broadcast_all")
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+@jax.custom_vjp
+def log_esp(theta, k):
+    """``log e_k(exp theta)`` for logits ``theta`` (D,) and an integer count ``k`` ()."""
+    return on_platform((theta, k), _host, _xla_log_esp)
+
+
+def _value_and_marginals(theta, k):
+    host = functools.partial(_host, marginals=True)
+    return on_platform((theta, k), host, _xla_log_esp_and_marginals)
+
+
+def _log_esp_fwd(theta, k):
+    # through the differentiable pair, so reverse-over-reverse (jax.jacrev of jax.grad) gets
+    # the covariance; the FFI call itself has no derivative
+    v, m = log_esp_and_marginals(theta, k)
+    return v, m
+
+
+def _log_esp_bwd(m, g):
+    return g * m, None
+
+
+log_esp.defvjp(_log_esp_fwd, _log_esp_bwd)
+
+
+@jax.custom_vjp
+def log_esp_and_marginals(theta, k):
+    """``(log e_k, p(y_d = 1 | sum y = k))``; marginals are 0 when ``e_k = 0``. ``jax.grad``
+    of the marginals is the conditional covariance (:func:`conditional_covariance_dot`)."""
+    return _value_and_marginals(theta, k)
+
+
+def _both_fwd(theta, k):
+    v, m = _value_and_marginals(theta, k)
+    return (v, m), (theta, k, m)
+
+
+def _both_bwd(res, cts):
+    theta, k, m = res
+    g_v, g_m = cts
+    return g_v * m + conditional_covariance_dot(theta, k, g_m), None
+
+
+log_esp_and_marginals.defvjp(_both_fwd, _both_bwd)
+
+
 def conditional_covariance_dot(theta, k, v):
-    """``Cov(y | sum y = k) @ v``: the Hessian of ``log e_k`` applied to ``v``."""
-    return jax.jvp(lambda t: jax.grad(log_esp)(t, k), (theta,), (v.astype(theta.dtype),))[1]
+    """``Cov(y | sum y = k) @ v``: the Hessian of ``log e_k`` applied to ``v`` (not
+    differentiable again: third derivatives are not implemented, as in numba)."""
+    v = v.astype(theta.dtype)
+    return on_platform((theta, k, v), _host, _xla_covariance_dot)

@@ -1,30 +1,38 @@
 """Exact log-permanent and permutation marginals in JAX (no PyTensor here).
 
-Same subset dynamic program as :mod:`pm_perm.kernels.permanent`, written for XLA: the forward
-table ``f[S]`` (rows ``0..|S|-1`` onto the column set ``S``) is one array over all ``2^M``
-bitmasks, filled one popcount layer at a time. Layer ``k`` is a gather and a matrix-vector
-product, vectorised over the ``C(M, k)`` subsets of the layer:
-``f[S] = sum_j f[S xor 2^j] B[k-1, j]``; for a column ``j`` not in ``S``, ``S xor 2^j`` lies in
-layer ``k+1``, still zero, so no mask is needed. The backward table ``g`` and the marginals
-``P[k, j] = B[k, j] sum_{|T|=k} f[T] g[T + {j}] / perm(B)`` come from the same gathers in
-reverse layer order. Work O(M 2^M) per pass, memory 2^M floats (plus one layer of C(M, k) x M).
+Where it runs: on a CPU, the value and the marginals come from pm_perm's numba kernel (the one
+the numba Ops call), as an XLA FFI custom call (:mod:`pm_perm.jax_backend.cpu_ffi`), because the
+XLA DP below is 8-45x slower than it on a CPU (``benchmarks/bench_jax.py``); on every other
+platform (GPU, TPU), with ``PM_PERM_JAX_XLA=1``, or inside
+:func:`pm_perm.jax_backend.platform.xla_only`, the XLA DP runs. The choice is made when the
+program is lowered for its platform (``jax.lax.platform_dependent``).
+
+XLA DP: the same subset dynamic program as :mod:`pm_perm.kernels.permanent`, written for XLA:
+the forward table ``f[S]`` (rows ``0..|S|-1`` onto the column set ``S``) is one array over all
+``2^M`` bitmasks, filled one popcount layer at a time. Layer ``k`` is a gather and a
+matrix-vector product, vectorised over the ``C(M, k)`` subsets of the layer: ``f[S] = sum_j f[S
+xor 2^j] B[k-1, j]``; for a column ``j`` not in ``S``, ``S xor 2^j`` lies in layer ``k+1``,
+still zero, so no mask is needed. The backward table ``g`` and the marginals ``P[k, j] = B[k, j]
+sum_{|T|=k} f[T] g[T + {j}] / perm(B)`` come from the same gathers in reverse layer order. Work
+O(M 2^M) per pass, memory 2^M floats (plus one layer of C(M, k) x M).
 
 Scaling: as in the numba kernel, ``W`` is shifted by the dual potentials of the max-weight
-assignment (``B = exp(W - r - c) <= 1``, equal to 1 on the best permutation), so the DP adds only
-positive numbers in ``[1, M!]`` whatever the spread of the logits. The duals come from the numba
-Hungarian kernel through ``jax.pure_callback`` (O(M^3) per matrix on the host, the whole batch in
-one call; not differentiated: ``log perm`` moves by exactly the sum of the shifts, so they are
-held constant). Row/column log-normalisers computed in JAX (Sinkhorn) were tried first: at
-logit spreads of hundreds of nats they need thousands of sweeps, and with a fixed number the DP
-underflowed to ``log perm = -inf`` (found by numpyro running away on the demo model). The dtype
-of ``W`` is kept: float64 when ``jax_enable_x64`` is on (PyTensor's JAX linker turns it on for
-floatX = float64), float32 otherwise.
+assignment (``B = exp(W - r - c) <= 1``, equal to 1 on the best permutation), so the DP adds
+only positive numbers in ``[1, M!]`` whatever the spread of the logits. The duals come from the
+numba Hungarian kernel through ``jax.pure_callback`` (O(M^3) per matrix on the host, the whole
+batch in one call; not differentiated: ``log perm`` moves by exactly the sum of the shifts, so
+they are held constant). Row/column log-normalisers computed in JAX (Sinkhorn) were tried first:
+at logit spreads of hundreds of nats they need thousands of sweeps, and with a fixed number the
+DP underflowed to ``log perm = -inf`` (found by numpyro running away on the demo model). The
+dtype of ``W`` is kept: float64 when ``jax_enable_x64`` is on (PyTensor's JAX linker turns it on
+for floatX = float64), float32 otherwise.
 
-Gradient: :func:`log_permanent` has a ``jax.custom_vjp`` whose backward pass is the DP's own
-(the marginals), so ``jax.grad`` costs about one more pass and no per-layer residuals. ``-inf``
-logits are exact zeros of ``B`` with zero gradient; logits admitting no permutation give
-``log perm = -inf`` and zero marginals; NaN, ``+inf`` or finite entries beyond ``LOGIT_ABS_MAX``
-give NaN (as the numba Ops do). Second derivatives are not implemented (nor in numba).
+Gradient: :func:`log_permanent` has a ``jax.custom_vjp`` whose forward pass computes the value
+and the marginals in one forward-backward pass (kept as the only residual, M x M), and whose
+backward pass scales them by the cotangent. ``-inf`` logits are exact zeros of ``B`` with zero
+gradient; logits admitting no permutation give ``log perm = -inf`` and zero marginals; NaN,
+``+inf`` or finite entries beyond ``LOGIT_ABS_MAX`` give NaN (as the numba Ops do). Second
+derivatives are not implemented (nor in numba).
 """
 
 from __future__ import annotations
@@ -36,13 +44,15 @@ import jax.numpy as jnp
 import numpy as np
 from numba import njit
 
+from pm_perm.jax_backend import cpu_ffi
 from pm_perm.jax_backend._common import valid_logits
+from pm_perm.jax_backend.platform import on_platform
 from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 
 __all__ = ["log_permanent", "log_permanent_and_marginals", "permutation_marginals"]
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _layers(M: int) -> tuple[np.ndarray, ...]:
     """Bitmasks of each popcount layer 0..M (int32, increasing)."""
     masks = np.arange(1 << M, dtype=np.int64)
@@ -129,39 +139,65 @@ def _run(W):
     return B, f, jnp.sum(r) + jnp.sum(c)
 
 
-@jax.custom_vjp
-def log_permanent(W):
-    """``log perm(exp W)`` for logits ``W`` (M, M) -> (); ``jax.grad`` gives the marginals."""
+def _xla_value(W):
     B, f, shift = _run(W)
     return _value_from(f, shift, _valid(W))
 
 
-def _lp_fwd(W):
+def _xla_value_and_marginals(W):
     B, f, shift = _run(W)
     ok = _valid(W)
-    return _value_from(f, shift, ok), (B, f, ok)
+    return _value_from(f, shift, ok), jnp.where(ok, _marginals(B, f), jnp.nan)
 
 
-def _lp_bwd(res, g):
-    B, f, ok = res
-    P = _marginals(B, f)
-    return (jnp.where(ok, g * P, jnp.nan),)
+# ----------------------------------------------------------------------------- CPU: host kernel
 
 
-log_permanent.defvjp(_lp_fwd, _lp_bwd)
+def _host(W, marginals):
+    value = jax.ShapeDtypeStruct(W.shape[:-2], W.dtype)
+    out = (value, jax.ShapeDtypeStruct(W.shape, W.dtype)) if marginals else value
+    return cpu_ffi.call("pm_perm_log_permanent", out, W,
+                        vmap_method="expand_dims")
+
+
+def _value(W):
+    return on_platform((W,), lambda W: _host(W, False), _xla_value)
+
+
+def _value_and_marginals(W):
+    return on_platform((W,), lambda W: _host(W, True), _xla_value_and_marginals)
+
+
+# ----------------------------------------------------------------------------- public functions
+
+
+@jax.custom_vjp
+def log_permanent(W):
+    """``log perm(exp W)`` for logits ``W`` (M, M) -> (); ``jax.grad`` gives the marginals."""
+    return _value(W)
+
+
+def _with_marginals_fwd(W):
+    v, P = _value_and_marginals(W)
+    return v, P
+
+
+def _lp_bwd(P, g):
+    return (g * P,)
+
+
+log_permanent.defvjp(_with_marginals_fwd, _lp_bwd)
 
 
 @jax.custom_vjp
 def log_permanent_and_marginals(W):
     """``(log perm(exp W), P)`` from one forward-backward pass; ``jax.grad`` of the value is
     ``P`` (the derivative of ``P``, second derivatives, is not implemented, as in numba)."""
-    B, f, shift = _run(W)
-    ok = _valid(W)
-    return _value_from(f, shift, ok), jnp.where(ok, _marginals(B, f), jnp.nan)
+    return _value_and_marginals(W)
 
 
 def _both_fwd(W):
-    v, P = log_permanent_and_marginals(W)
+    v, P = _value_and_marginals(W)
     return (v, P), P
 
 

@@ -29,21 +29,29 @@ the host that owns the data.
 
 from __future__ import annotations
 
+import contextlib
+
 import jax
 import numpy as np
 import pytensor
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from pm_perm.jax_backend.platform import xla_only
+
 __all__ = ["model_logp_fn", "shard_observations"]
 
 
-def model_logp_fn(model, data_names):
+def model_logp_fn(model, data_names, xla=True):
     """``logp(params, *data)``: the model's joint log density as a JAX function with the
     ``pm.Data`` containers ``data_names`` as explicit inputs.
 
     ``params`` maps each name in ``[v.name for v in model.value_vars]`` to its value
     (transformed space). The function is not jitted: jit it after sharding the data.
+    With ``xla=True`` (default) the exact permanent and count kernels are traced as XLA DPs
+    on every platform, CPU included, so XLA partitions them over the devices; their CPU host
+    callbacks (faster on one CPU, see :mod:`pm_perm.jax_backend.platform`) would gather the
+    whole batch onto one device. ``xla=False`` keeps the callbacks (one CPU device).
     """
     from pymc.sampling.jax import get_jaxified_graph
 
@@ -58,7 +66,8 @@ def model_logp_fn(model, data_names):
     names = [v.name for v in values]
 
     def logp_fn(params, *data):
-        return fn(*[params[n] for n in names], *data)[0]
+        with xla_only() if xla else contextlib.nullcontext():
+            return fn(*[params[n] for n in names], *data)[0]
 
     return logp_fn
 

@@ -530,6 +530,22 @@ def log_permanent_and_marginals_core(W):
     return v, out
 
 
+@njit(cache=True)
+def checked_value_into(W, P, marginals):
+    """``log perm(exp W)`` of a C-contiguous (m, m) float64 matrix; if ``marginals``, ``P`` is
+    written to the (m, m) array ``P`` (otherwise it is not touched). NaN or ``+inf`` logits, or
+    finite ones beyond ``LOGIT_ABS_MAX``, give NaN (and NaN marginals): the body of the C kernels
+    (:func:`make_op_kernel`, and the JAX backend's XLA FFI handler), which cannot raise."""
+    m = W.shape[0]
+    if not finite_or_minus_inf(W):
+        if marginals:
+            P[:, :] = np.nan
+        return np.nan
+    if marginals:
+        return _log_permanent_and_marginals_into(W, _workspace(m), P)
+    return _log_permanent_into(W, _workspace(m))
+
+
 def make_op_kernel(version):
     """Body of the C callable that the PyTensor Ops call (``numba.cfunc``, see
     :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, out, marginals)`` returns
@@ -548,17 +564,7 @@ def make_op_kernel(version):
         if version < 0:  # never true; referencing version puts it into numba's cache key
             return np.nan
         W = carray(w, (m, m))
-        if marginals:
-            P = carray(out, (m, m))
-            if not finite_or_minus_inf(W):
-                for i in range(m):
-                    for j in range(m):
-                        P[i, j] = np.nan
-                return np.nan
-            return _log_permanent_and_marginals_into(W, _workspace(m), P)
-        if not finite_or_minus_inf(W):
-            return np.nan
-        return _log_permanent_into(W, _workspace(m))
+        return checked_value_into(W, carray(out, (m, m)) if marginals else W, marginals)
 
     return op_kernel
 

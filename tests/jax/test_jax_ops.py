@@ -7,6 +7,8 @@ blackjax run). Sizes cover the brute-force test sets (M <= 7, D <= 10), with bat
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -60,6 +62,14 @@ def _jax_grad_of_sum(inputs, value, *values, argnum=0):
     return np.asarray(jax.jit(jax.grad(lambda *a: fn(*a)[0], argnums=argnum))(*values))
 
 
+@pytest.fixture(params=["cpu-kernel", "xla"])
+def jax_path(request, monkeypatch):
+    """Both CPU implementations of the permanent and count kernels: the host callback into the
+    numba kernel (default on CPU) and the XLA DP (``PM_PERM_JAX_XLA=1``, what GPUs run)."""
+    monkeypatch.setenv("PM_PERM_JAX_XLA", "1" if request.param == "xla" else "0")
+    return request.param
+
+
 def _logits(rng, shape, scale=2.0, forbid=True):
     W = rng.normal(size=shape) * scale
     M = shape[-1]
@@ -69,7 +79,7 @@ def _logits(rng, shape, scale=2.0, forbid=True):
 
 
 @pytest.mark.parametrize("M", _sizes(range(1, 8), (1, 3, 7)))
-def test_log_permanent_value_and_gradients(M):
+def test_log_permanent_value_and_gradients(M, jax_path):
     rng = np.random.default_rng(M)
     W = pt.tensor("W", shape=(None, None, M, M))
     Wv = _logits(rng, (2, 3, M, M))
@@ -84,7 +94,7 @@ def test_log_permanent_value_and_gradients(M):
         assert np.all(jx[2][..., 0, 1] == 0)  # forbidden edge: zero marginal
 
 
-def test_log_permanent_infeasible_and_invalid():
+def test_log_permanent_infeasible_and_invalid(jax_path):
     W = pt.matrix("W")
     Wv = np.zeros((3, 3))
     Wv[0] = -np.inf  # no permutation
@@ -98,7 +108,7 @@ def test_log_permanent_infeasible_and_invalid():
     assert np.isnan(pytensor.function([W], v, mode="JAX")(Wn))
 
 
-def test_log_permanent_spread_logits():
+def test_log_permanent_spread_logits(jax_path):
     """Logits hundreds of nats apart (a sampler's warm-up visits them): no underflow to -inf.
 
     Regression: a fixed number of Sinkhorn sweeps as scaling gave log perm = -inf here, so the
@@ -114,7 +124,7 @@ def test_log_permanent_spread_logits():
 
 
 @pytest.mark.parametrize("D", _sizes(range(1, 11), (1, 4, 10)))
-def test_log_esp_value_and_gradients(D):
+def test_log_esp_value_and_gradients(D, jax_path):
     rng = np.random.default_rng(100 + D)
     th = pt.tensor("th", shape=(None, D))
     k = pt.tensor("k", shape=(None,), dtype="int64")
@@ -137,7 +147,7 @@ def test_log_esp_value_and_gradients(D):
 
 
 @pytest.mark.parametrize("D", _sizes([3, 6, 10], (6,)))
-def test_expected_topk_gain(D):
+def test_expected_topk_gain(D, jax_path):
     rng = np.random.default_rng(D)
     th = pt.matrix("th")
     t = pt.lvector("t")
@@ -151,7 +161,7 @@ def test_expected_topk_gain(D):
 
 
 @pytest.mark.parametrize("M", _sizes(range(1, 8), (2, 5)))
-def test_bethe_value_and_gradients(M):
+def test_bethe_value_and_gradients(M, jax_path):
     """Same fixed point: agreement to the fixed-point tolerance (1e-9 residual -> ~1e-9)."""
     rng = np.random.default_rng(200 + M)
     W = pt.tensor("W", shape=(None, M, M))
@@ -164,12 +174,20 @@ def test_bethe_value_and_gradients(M):
     _close(_jax_grad_of_sum([W], v, Wv), numba[1], tol=1e-8)
 
 
-def test_bethe_nonconvergence_is_nan():
-    from pm_perm.jax_backend.bethe import bethe_log_permanent_info
+def test_bethe_nonconvergence_is_nan(jax_path):
+    from pm_perm.jax_backend.bethe import (
+        bethe_log_permanent_and_marginals,
+        bethe_log_permanent_info,
+    )
 
     Wv = np.random.default_rng(0).normal(size=(6, 6))
     value, beliefs, n_iter, err = bethe_log_permanent_info(Wv, tol=1e-9, max_iter=2)
     assert int(n_iter) == 2 and float(err) > 1e-9
+    assert np.isnan(value) and np.isnan(beliefs).all()
+    # the numba kernel (CPU path) converges here in 5 steps (its Newton stage); a tolerance below
+    # rounding cannot be met by either: NaN instead of the numba Op's exception
+    value, beliefs = jax.jit(bethe_log_permanent_and_marginals, static_argnums=(1, 2))(
+        Wv, 1e-20, 2)
     assert np.isnan(value) and np.isnan(beliefs).all()
 
 
@@ -236,3 +254,58 @@ def test_glynn_method_has_no_jax_implementation():
     W = pt.matrix("W")
     with pytest.raises(NotImplementedError, match="method='glynn'.*numba backend"):
         pytensor.function([W], log_permanent(W, method="glynn"), mode="JAX")(np.zeros((3, 3)))
+
+
+def test_cpu_path_dispatch():
+    """On a CPU the lowered program calls the numba kernels (FFI targets) and holds no XLA DP;
+    under ``xla_only`` (``PM_PERM_JAX_XLA=1``) it is the other way round."""
+    from pm_perm.jax_backend.cardinality import log_esp
+    from pm_perm.jax_backend.permanent import log_permanent
+    from pm_perm.jax_backend.platform import xla_only
+
+    W, th = np.zeros((6, 6)), np.zeros(5)
+    for xla in (False, True):
+        with xla_only() if xla else contextlib.nullcontext():
+            perm = jax.jit(jax.grad(log_permanent)).lower(W).as_text()
+            esp = jax.jit(jax.grad(log_esp)).lower(th, 2).as_text()
+        assert ("pm_perm_log_permanent" in perm) != xla
+        assert ("pm_perm_log_esp" in esp) != xla
+        assert (f"tensor<{2 ** 6}x" in perm) == xla  # the XLA DP's subset table
+
+
+def test_cpu_path_float32():
+    """float32 inputs on the CPU path: float32 outputs, the float64 kernel's values rounded
+    (the FFI handler converts to float64 and back), batched by vmap."""
+    from pm_perm.jax_backend.cardinality import log_esp_and_marginals
+    from pm_perm.jax_backend.permanent import log_permanent_and_marginals
+    from pm_perm.kernels.cardinality import log_esp_and_marginals_core
+    from pm_perm.kernels.permanent import log_permanent_and_marginals_core
+
+    rng = np.random.default_rng(11)
+    W = rng.normal(size=(3, 6, 6)).astype(np.float32)
+    v, P = jax.jit(jax.vmap(log_permanent_and_marginals))(W)
+    assert v.dtype == np.float32 and P.dtype == np.float32
+    for b in range(3):
+        rv, rP = log_permanent_and_marginals_core(W[b].astype(np.float64))
+        np.testing.assert_allclose(v[b], rv, rtol=1e-6)
+        np.testing.assert_allclose(P[b], rP, rtol=1e-5, atol=1e-7)
+    th = rng.normal(size=(3, 8)).astype(np.float32)
+    k = np.array([1, 4, 7], dtype=np.int32)
+    lv, m = jax.jit(jax.vmap(log_esp_and_marginals))(th, k)
+    assert lv.dtype == np.float32
+    for b in range(3):
+        rv, rm = log_esp_and_marginals_core(th[b].astype(np.float64), int(k[b]))
+        np.testing.assert_allclose(lv[b], rv, rtol=1e-6)
+        np.testing.assert_allclose(m[b], rm, rtol=1e-5, atol=1e-7)
+
+
+def test_log_esp_second_derivative(jax_path):
+    """``jax.jacrev(jax.grad(log_esp))`` (reverse over reverse) is the conditional covariance on
+    both paths (``jax.hessian``, forward over reverse, is refused by ``jax.custom_vjp``)."""
+    from pm_perm.jax_backend.cardinality import log_esp
+    from pm_perm.kernels.cardinality import conditional_covariance_dot_core
+
+    th = np.random.default_rng(12).normal(size=6)
+    H = np.asarray(jax.jit(jax.jacrev(jax.grad(log_esp)))(th, 2))
+    ref = np.stack([conditional_covariance_dot_core(th, 2, e) for e in np.eye(6)])
+    _close(H, ref)

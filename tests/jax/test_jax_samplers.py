@@ -4,9 +4,13 @@ Each sampler must give r_hat <= 1.01, no divergences, and posterior means within
 error of the default sampler's (nutpie on the numba backend) on the same model and data:
 ``|mean_a - mean_b| <= 5 sqrt(mcse_a^2 + mcse_b^2)`` for every scalar; with ~10-20 scalars per
 model and independent chains, a false failure needs a 5-sigma MC deviation (p ~ 6e-7 each, so
-below 1e-5 per model), and the seeds are fixed. All are @pytest.mark.slow (each run compiles
-a JAX model and samples 4 x 1,000 iterations with two samplers: minutes on a shared 2-core
-machine).
+below 1e-5 per model), and the seeds are fixed. r_hat <= 1.01 over every scalar is the
+criterion most exposed to chance: with 4 x 1,000 draws the rank-normalised split r_hat of a
+well-mixed chain has a spread of a few 1e-3 (4 x 500 draws gave 1.0111 once on the NChooseK
+model, with numpyro, so the runs are 4 x (1,000 tune + 1,000 draws)). All are
+@pytest.mark.slow (each compiles a JAX model and samples with two samplers: a minute or more
+per case on a shared 2-core machine). ``benchmarks/bench_jax_samplers.py`` prints the same
+comparison as a table.
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ import pymc as pm  # noqa: E402
 
 import pm_perm  # noqa: E402
 
-DRAWS, TUNE, CHAINS = 500, 500, 4
+DRAWS, TUNE, CHAINS = 1000, 1000, 4
 
 
-def _sample(model, sampler, seed=1):
+def sample(model, sampler, seed=1):
     with model, warnings.catch_warnings():
         # jax/numpyro progress and device-count notices are not errors of the model
         warnings.simplefilter("ignore", UserWarning)
@@ -48,21 +52,27 @@ def _free_names(model):
     return [v.name for v in model.free_RVs]
 
 
-def _check_against_default(model, idata, ref):
+def compare(model, idata, ref):
+    """``(max r_hat, divergences, max |mean - ref mean| / MC se)`` over the free variables,
+    with the MC standard error of the difference ``sqrt(mcse_a^2 + mcse_b^2)``."""
     names = _free_names(model)
     rhat = az.rhat(idata, var_names=names)
-    for name in names:
-        assert float(rhat[name].max()) <= 1.01, f"r_hat of {name}: {rhat[name].values}"
-    div = int(idata.sample_stats["diverging"].values.sum())
-    assert div == 0, f"{div} divergences"
+    mcse_a, mcse_b = az.mcse(idata, var_names=names), az.mcse(ref, var_names=names)
+    max_rhat, max_z = 0.0, 0.0
     for name in names:
         a = idata.posterior[name].values.reshape(-1, *idata.posterior[name].shape[2:])
         b = ref.posterior[name].values.reshape(-1, *ref.posterior[name].shape[2:])
-        mse_a = az.mcse(idata, var_names=[name])[name].values
-        mse_b = az.mcse(ref, var_names=[name])[name].values
-        diff = np.abs(a.mean(0) - b.mean(0))
-        bound = 5 * np.sqrt(mse_a**2 + mse_b**2)
-        assert np.all(diff <= bound), f"{name}: |diff| {diff} > 5 MC se {bound}"
+        se = np.sqrt(mcse_a[name].values ** 2 + mcse_b[name].values ** 2)
+        max_rhat = max(max_rhat, float(rhat[name].max()))
+        max_z = max(max_z, float(np.max(np.abs(a.mean(0) - b.mean(0)) / se)))
+    return max_rhat, int(idata.sample_stats["diverging"].values.sum()), max_z
+
+
+def _check_against_default(model, idata, ref):
+    max_rhat, div, max_z = compare(model, idata, ref)
+    assert max_rhat <= 1.01, f"max r_hat {max_rhat}"
+    assert div == 0, f"{div} divergences"
+    assert max_z <= 5, f"max |mean difference| / MC se = {max_z} > 5"
 
 
 # ----------------------------------------------------------------------------- models
@@ -177,8 +187,8 @@ def references():
 def _run(name, build, sampler, references):
     model = build()
     if name not in references:
-        references[name] = _sample(model, "default")
-    _check_against_default(model, _sample(model, sampler), references[name])
+        references[name] = sample(model, "default")
+    _check_against_default(model, sample(model, sampler), references[name])
 
 
 @pytest.mark.slow

@@ -37,11 +37,15 @@ one_v, one_g = vg(params, x, y)                     # one device (unsharded inpu
 mesh, (xs, ys) = shard_observations(x, y)
 two_v, two_g = vg(params, xs, ys)
 ref = model.compile_logp()({"theta": k_theta})      # the numba path
+hlo = vg.lower(params, xs, ys).compile().as_text()  # the subset DP's table: one half per device
+tables = {"half": hlo.count(f"f64[{G // 2},{2 ** M}]"),
+          "whole": hlo.count(f"f64[{G},{2 ** M}]")}
 print(json.dumps({
     "devices": len(jax.devices()),
     "x_devices": len(xs.sharding.device_set),
     "one": float(one_v), "two": float(two_v), "numba": float(ref),
-    "g_one": np.asarray(one_g["theta"]).tolist(), "g_two": np.asarray(two_g["theta"]).tolist(),
+    "tables": tables, "g_one": np.asarray(one_g["theta"]).tolist(),
+    "g_two": np.asarray(two_g["theta"]).tolist(),
 }))
 """
 
@@ -57,6 +61,9 @@ def test_two_device_sharded_loglik_equals_one_device():
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
     assert res["devices"] == 2 and res["x_devices"] == 2  # data really split over two devices
+    # the recipe traces the XLA DP (model_logp_fn(xla=True)), which XLA partitions: each device
+    # fills the subset table of its G / 2 observations, never the whole batch
+    assert res["tables"]["half"] > 0 and res["tables"]["whole"] == 0, res["tables"]
     assert abs(res["two"] - res["one"]) <= 1e-10 * abs(res["one"])
     assert abs(res["one"] - res["numba"]) <= 1e-10 * abs(res["numba"])
     for a, b in zip(res["g_one"], res["g_two"], strict=True):

@@ -1,0 +1,223 @@
+"""pm_perm's numba kernels as XLA FFI custom calls on the CPU (no Python in the call).
+
+``jax.pure_callback`` costs about 35 us per call on this machine (it re-enters Python, takes
+the GIL and wraps the buffers as NumPy arrays), more than the whole permanent of M = 10. Here
+the kernels are compiled by numba as C callables with the signature of an XLA FFI handler
+(``XLA_FFI_Error* handler(XLA_FFI_CallFrame*)``, the typed FFI of ``jax.ffi``), registered with
+``jax.ffi.register_ffi_target`` and called with ``jax.ffi.ffi_call``: XLA calls the compiled
+code directly on its own buffers. The handler reads the call frame by the fixed layout of the
+XLA FFI C API (``xla/ffi/api/c_api.h``; 64-bit, every field 8-byte aligned): it answers XLA's
+metadata query (API version 0.1, no traits), then loops over the batch with the same kernels
+as the numba Ops. float32 and float64 buffers (int32 / int64 counts) are accepted; the
+arithmetic is float64 (inputs converted on the way in, outputs on the way out). The kernels
+never fail: bad logits give NaN, as in the numba Ops, so the handler always returns success.
+
+Targets (CPU only):
+
+* ``pm_perm_log_permanent``: ``W (..., M, M) -> value (...)`` or, with two results,
+  ``-> (value (...), P (..., M, M))``.
+* ``pm_perm_log_esp``: ``theta (..., D), k (...) -> value (...)`` or ``-> (value, marginals)``;
+  with a third argument ``v (..., D)``: ``-> Cov(y | k) @ v (..., D)``.
+* ``pm_perm_bethe``: ``W (..., M, M), tol (), max_iter () -> (value (...), beliefs)``: the numba
+  Bethe kernel (with its vertex certificate, CCCP and Newton stages); a fixed point not reached
+  within ``max_iter`` sweeps gives NaN (the numba Ops raise instead).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+from numba import carray, types
+from numba.extending import intrinsic
+
+from pm_perm._numba import cfunc, njit
+from pm_perm.kernels._checks import finite_or_minus_inf
+from pm_perm.kernels.bethe import bethe_core
+from pm_perm.kernels.cardinality import (
+    conditional_covariance_dot_core,
+    log_esp_and_marginals_core,
+    log_esp_core,
+)
+from pm_perm.kernels.permanent import checked_value_into
+
+__all__ = ["call"]
+
+_F32, _F64, _S32, _S64 = 11, 12, 4, 5  # XLA_FFI_DataType
+_METADATA = 1  # XLA_FFI_Extension_Type
+
+
+def _pointer_from_address(dtype):
+    @intrinsic
+    def cast(typingctx, addr):
+        sig = types.CPointer(dtype)(types.int64)
+
+        def codegen(context, builder, sig, args):
+            return builder.inttoptr(args[0], context.get_value_type(sig.return_type))
+
+        return sig, codegen
+
+    return cast
+
+
+_i64p = _pointer_from_address(types.int64)
+_i32p = _pointer_from_address(types.int32)
+_f64p = _pointer_from_address(types.float64)
+_f32p = _pointer_from_address(types.float32)
+
+
+@njit(cache=True)
+def _answer_metadata(frame):
+    """True (and the API version written) when this call is XLA's metadata query."""
+    ext = frame[1]
+    if ext == 0:
+        return False
+    base = carray(_i64p(ext), 4)  # struct_size, type, next, metadata*
+    if (base[1] & 0xFFFFFFFF) != _METADATA:
+        return False
+    version = carray(_i32p(base[3] + 24), 3)  # major, minor, traits
+    version[0], version[1], version[2] = 0, 1, 0
+    return True
+
+
+@njit(cache=True)
+def _buffer(addr):
+    """``(dtype, data address, number of elements, last dimension)`` of an XLA_FFI_Buffer."""
+    b = carray(_i64p(addr), 6)  # struct_size, ext, dtype, data, rank, dims*
+    rank = b[4]
+    dims = carray(_i64p(b[5]), max(rank, 1))
+    size = 1
+    for i in range(rank):
+        size *= dims[i]
+    return b[2] & 0xFFFFFFFF, b[3], size, dims[rank - 1] if rank > 0 else 1
+
+
+@njit(cache=True)
+def _load(addr):
+    dtype, data, size, last = _buffer(addr)
+    out = np.empty(size)
+    if dtype == _F64:
+        out[:] = carray(_f64p(data), size)
+    elif dtype == _F32:
+        src = carray(_f32p(data), size)
+        for i in range(size):
+            out[i] = src[i]
+    elif dtype == _S64:
+        src = carray(_i64p(data), size)
+        for i in range(size):
+            out[i] = src[i]
+    else:  # S32
+        src = carray(_i32p(data), size)
+        for i in range(size):
+            out[i] = src[i]
+    return out, last
+
+
+@njit(cache=True)
+def _store(addr, values):
+    dtype, data, size, _ = _buffer(addr)
+    if dtype == _F64:
+        carray(_f64p(data), size)[:] = values
+    else:
+        dst = carray(_f32p(data), size)
+        for i in range(size):
+            dst[i] = values[i]
+
+
+def _permanent_handler(frame_ptr):
+    frame = carray(frame_ptr, 22)
+    if _answer_metadata(frame):
+        return 0
+    args, rets = carray(_i64p(frame[9]), 1), carray(_i64p(frame[14]), frame[12])
+    W, M = _load(args[0])
+    n = _buffer(rets[0])[2]
+    marginals = frame[12] == 2
+    values = np.empty(n)
+    P = np.empty(W.size) if marginals else W
+    for b in range(n):
+        Wb = W[b * M * M:(b + 1) * M * M].reshape(M, M)
+        values[b] = checked_value_into(Wb, P[b * M * M:(b + 1) * M * M].reshape(M, M),
+                                       marginals)
+    _store(rets[0], values)
+    if marginals:
+        _store(rets[1], P)
+    return 0
+
+
+def _count_handler(frame_ptr):
+    frame = carray(frame_ptr, 22)
+    if _answer_metadata(frame):
+        return 0
+    n_args, n_rets = frame[7], frame[12]
+    args, rets = carray(_i64p(frame[9]), n_args), carray(_i64p(frame[14]), n_rets)
+    theta, D = _load(args[0])
+    k = _load(args[1])[0]
+    n = k.size
+    values, out = np.empty(n), np.empty(n * D)
+    v = _load(args[2])[0] if n_args == 3 else out
+    for b in range(n):
+        th, kb = theta[b * D:(b + 1) * D], int(k[b])
+        if n_args == 3:
+            out[b * D:(b + 1) * D] = conditional_covariance_dot_core(th, kb, v[b * D:(b + 1) * D])
+        elif n_rets == 2:
+            values[b], out[b * D:(b + 1) * D] = log_esp_and_marginals_core(th, kb)
+        else:
+            values[b] = log_esp_core(th, kb)
+    if n_args == 3:
+        _store(rets[0], out)
+    else:
+        _store(rets[0], values)
+        if n_rets == 2:
+            _store(rets[1], out)
+    return 0
+
+
+def _bethe_handler(frame_ptr):
+    frame = carray(frame_ptr, 22)
+    if _answer_metadata(frame):
+        return 0
+    args, rets = carray(_i64p(frame[9]), 3), carray(_i64p(frame[14]), 2)
+    W, M = _load(args[0])
+    tol, max_iter = _load(args[1])[0][0], int(_load(args[2])[0][0])
+    n = _buffer(rets[0])[2]
+    values, G = np.empty(n), np.empty(W.size)
+    for b in range(n):
+        Wb = np.ascontiguousarray(W[b * M * M:(b + 1) * M * M].reshape(M, M))
+        Gb = G[b * M * M:(b + 1) * M * M]
+        if not finite_or_minus_inf(Wb):
+            values[b], Gb[:] = np.nan, np.nan
+            continue
+        v, g, _, err = bethe_core(Wb, tol, max_iter)
+        if v == -np.inf:  # no permutation: -inf and zero beliefs, as the XLA loop gives
+            values[b], Gb[:] = v, 0.0
+        elif err <= tol:
+            values[b], Gb[:] = v, g.ravel()
+        else:  # not converged: NaN, as documented for the JAX path (a sampler rejects it)
+            values[b], Gb[:] = np.nan, np.nan
+    _store(rets[0], values)
+    _store(rets[1], G)
+    return 0
+
+
+_SIGNATURE = types.int64(types.CPointer(types.int64))  # XLA_FFI_Error* (NULL: success)
+
+
+@functools.cache
+def _registered(target):
+    """Compile (numba, cached on disk) and register the handler of ``target`` once."""
+    handler = {"pm_perm_log_permanent": _permanent_handler, "pm_perm_log_esp": _count_handler,
+               "pm_perm_bethe": _bethe_handler}[target]
+    compiled = cfunc(_SIGNATURE, handler, cache=True)
+    jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(compiled.address), platform="cpu")
+    return target
+
+
+def call(target, result_shapes, *args, vmap_method):
+    """``jax.ffi.ffi_call`` of one of the targets above (registered on first use). The handlers
+    read float32 / float64 and int32 / int64 buffers only."""
+    for a in args:
+        if a.dtype.name not in ("float32", "float64", "int32", "int64"):
+            raise TypeError(f"{target}: inputs must be float32/float64 (counts int32/int64); "
+                            f"got {a.dtype.name}: cast them first")
+    return jax.ffi.ffi_call(_registered(target), result_shapes, vmap_method=vmap_method)(*args)

@@ -1,0 +1,49 @@
+"""Which implementation of the exact permanent and count kernels a JAX program runs.
+
+On a CPU, pm_perm's numba kernels run as XLA FFI custom calls (:mod:`pm_perm.jax_backend.cpu_ffi`;
+as fast as the numba path); on every other platform (GPU, TPU), the XLA dynamic programs. Force
+the XLA DPs on the CPU too with the environment variable ``PM_PERM_JAX_XLA=1`` or, in code, by
+tracing inside ``with xla_only():`` (the sharding recipe does, so that XLA can partition the DPs
+over devices). Both are read when a function is traced, i.e. at its first call under
+``jax.jit``, not when it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+
+import jax
+
+__all__ = ["on_platform", "use_cpu_kernel", "xla_only"]
+
+_FORCE_XLA = contextvars.ContextVar("pm_perm_force_xla", default=False)
+
+
+def use_cpu_kernel() -> bool:
+    """False when the environment variable ``PM_PERM_JAX_XLA=1`` is set or inside
+    :func:`xla_only`: then the XLA DPs run on the CPU too. Read when a function is traced (its
+    first call under ``jax.jit``)."""
+    return os.environ.get("PM_PERM_JAX_XLA") != "1" and not _FORCE_XLA.get()
+
+
+@contextlib.contextmanager
+def xla_only():
+    """Trace the pm_perm kernels called inside as XLA DPs on every platform (no host
+    callbacks), e.g. so that XLA can partition them over devices."""
+    token = _FORCE_XLA.set(True)
+    try:
+        yield
+    finally:
+        _FORCE_XLA.reset(token)
+
+
+def on_platform(args, cpu, xla):
+    """``cpu(*args)`` (a host callback into the numba kernel) when the program runs on a CPU,
+    ``xla(*args)`` on every other platform (GPU, TPU) or when :func:`use_cpu_kernel` is False.
+    The choice is made when XLA lowers the program for its platform
+    (``jax.lax.platform_dependent``), so only one branch is compiled."""
+    if not use_cpu_kernel():
+        return xla(*args)
+    return jax.lax.platform_dependent(*args, cpu=cpu, default=xla)
