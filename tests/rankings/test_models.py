@@ -16,12 +16,19 @@ LENGTHS = [0.0, 0.3, 0.3, 0.0, 0.4]  # top-1, top-2 and complete ballots of 4 it
 
 
 def _potential(rm):
-    """Compiled (point -> value of the 'ballots' likelihood term, W or u, weights)."""
+    """Compiled (point -> the order model's log-likelihood of all ballots, W or u, weights).
+
+    One component: the observed ``ballots``' logp less its ballot-length term (counts times
+    ``log length_probs[k]``); a mixture: the Potential ``ballots``."""
     model = rm.model
     name = "u" if rm.family == "plackett-luce" else "W"
-    outs = [model["ballots"], model[name]]
     if rm.components > 1:
-        outs.append(model["mixture_weights"])
+        outs = [model["ballots"], model[name], model["mixture_weights"]]
+    else:
+        k = (rm.data.orders >= 0).sum(axis=1)
+        lengths = rm.data.counts @ pm.math.log(model["length_probs"][k])
+        outs = [model.logp(vars=[model["ballots"]]) - lengths, model[name]]
+    outs = model.replace_rvs_by_values(outs)  # the variables' values at the point, not draws
     return model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")
 
 
