@@ -27,6 +27,7 @@ __all__ = [
     "position_marginals",
     "posterior_predictive",
     "ppc_summary",
+    "replicated_statistics",
     "sample_rankings",
     "top_k_probabilities",
 ]
@@ -182,11 +183,39 @@ def ballot_statistics(orders, counts=None):
             "pairwise": np.tensordot(c, above, axes=1) / N}
 
 
+def replicated_statistics(ballots):
+    """:func:`ballot_statistics` of each replicated data set, stacked.
+
+    Parameters
+    ----------
+    ballots : array_like of int, shape (..., n, M)
+        Replicated data sets of ``n`` ballots each (rank form, one row per ballot), e.g.
+        :func:`pm_perm.rankings.models.predictive_ballots` or the ``"ballots"`` draws of
+        ``pm.sample_posterior_predictive`` (chain, draw, n, M).
+
+    Returns
+    -------
+    dict of arrays
+        ``first`` (R, M), ``lengths`` (R, M + 1), ``pairwise`` (R, M, M); R = the product of
+        the leading dimensions.
+    """
+    y = np.asarray(ballots)
+    if y.ndim < 2:
+        raise ValueError(f"ballots must have shape (..., n, M); got {y.shape}")
+    y = y.reshape((-1,) + y.shape[-2:])
+    reps = [ballot_statistics(r) for r in y]
+    return {k: np.stack([r[k] for r in reps]) for k in reps[0]}
+
+
 def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None):
     """Replicated data sets (same number of ballots) and their :func:`ballot_statistics`.
 
     Each replication uses one posterior draw (cycling through a random permutation of the
-    draws): ballot lengths from its ``length_probs``, orders from its model.
+    draws): ballot lengths from its ``length_probs``, orders from its model. This is the
+    predictive of a MAP point (S = 1) or of posterior arrays; from a PyMC posterior, the
+    ballots of :func:`pm_perm.rankings.models.predictive_ballots` (through
+    ``pm.sample_posterior_predictive`` for one component) give the same statistics via
+    :func:`replicated_statistics`.
 
     Returns
     -------
@@ -204,8 +233,15 @@ def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None):
     return {k: np.stack([r[k] for r in reps]) for k in reps[0]}
 
 
-def ppc_summary(data, post, family, *, n_reps=100, interval=0.9, rng=None):
+def ppc_summary(data, post=None, family=None, *, n_reps=100, interval=0.9, rng=None,
+                replicated=None):
     """Observed statistics against the replicated ones (posterior predictive checks).
+
+    Replications: ``replicated``, either posterior predictive ballots (..., n, M) (e.g.
+    :func:`pm_perm.rankings.models.predictive_ballots`) or their
+    :func:`replicated_statistics`; otherwise ``n_reps`` data sets of ``data.n_rankings`` ballots
+    drawn from ``post`` / ``family`` (:func:`posterior_predictive`). Replicated data sets should
+    have as many ballots as the data, or the bands are too wide (or narrow).
 
     Returns
     -------
@@ -215,7 +251,15 @@ def ppc_summary(data, post, family, *, n_reps=100, interval=0.9, rng=None):
         posterior predictive p-value per entry: 2 min(P(rep >= obs), P(rep <= obs)), capped at 1).
     """
     obs = ballot_statistics(data.orders, data.counts)
-    rep = posterior_predictive(post, family, data.n_rankings, n_reps=n_reps, rng=rng)
+    if replicated is None:
+        if post is None or family is None:
+            raise ValueError("give post= and family= (draw replications) or replicated= "
+                             "(posterior predictive ballots or their statistics)")
+        rep = posterior_predictive(post, family, data.n_rankings, n_reps=n_reps, rng=rng)
+    elif isinstance(replicated, dict):
+        rep = replicated
+    else:
+        rep = replicated_statistics(replicated)
     q = [(1 - interval) / 2, (1 + interval) / 2]
     out = {}
     for k, o in obs.items():

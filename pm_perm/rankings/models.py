@@ -30,10 +30,22 @@ component labels; the model does not constrain them. Draws are relabelled after 
 matching on the distance between their position-marginal matrices), which is what
 :func:`fit_nuts` returns.
 
-The number of items a ballot ranks is modelled separately (``length_probs ~ Dirichlet(1)``, with
-the observed length counts multinomial): it is independent of the order model, enters the
-posterior predictive, and adds the same constant to every model's log-likelihood (so it is
-left out of :func:`pointwise_loglik`).
+The number of items a ballot ranks is itself a count: ``length_probs ~ Dirichlet(1)`` over
+``k = 0..M`` ranked items, observed through the ballots' lengths. It is independent of the
+order model, adds the same term to every model's log-likelihood (so it is left out of
+:func:`pointwise_loglik`) and drives the ballot lengths of the posterior predictive.
+
+Likelihood and posterior predictive. One component: the ballots are an observed
+:class:`~pm_perm.PartialRanking` (Plackett-Luce: :class:`~pm_perm.PlackettLuce`) ``"ballots"``,
+one row per distinct order (``pm.Data`` ``"orders"``) with ``weights`` the counts
+(``pm.Data`` ``"counts"``) and ``length_probs``, so ``pm.sample_posterior_predictive`` draws
+partial ballots (one per row; :func:`predictive_ballots` draws data sets as large as the
+data). Its log density differs from a multinomial observation of the length counts only by
+the constant multinomial coefficient: the MAP is the same. K components: ``pm.Mixture`` would
+weight each component's log-probability by the count INSIDE the sum over components (wrong
+for counts), so the exact marginal stays a ``pm.Potential`` ``"ballots"`` with the length counts
+a ``pm.Multinomial`` ``"ballot_lengths"``; PyMC cannot draw from a Potential, and
+:func:`predictive_ballots` draws its ballots exactly from the posterior draws instead.
 """
 
 from __future__ import annotations
@@ -61,6 +73,7 @@ __all__ = [
     "plackett_luce_model",
     "pointwise_loglik",
     "posterior_params",
+    "predictive_ballots",
     "rank_one_model",
     "relabel_components",
     "set_counts",
@@ -79,6 +92,9 @@ class RankingModel:
         Free variables: ``u`` (or ``theta`` with item features), ``c_steps`` (learned positions),
         ``tau`` and ``delta_raw`` (full model), ``mixture_weights`` (K > 1), ``length_probs``.
         Deterministics ``W`` (shape (K, M, M); not for Plackett-Luce) and, with features, ``u``.
+        K = 1: observed ``"ballots"`` (PartialRanking / PlackettLuce) on the ``pm.Data``
+        ``"orders"`` and ``"counts"``; K > 1: the Potential ``"ballots"`` and the observed
+        ``"ballot_lengths"`` (see the module docstring).
     family : str
         One of ``FAMILIES``.
     components : int
@@ -122,7 +138,8 @@ def _check_data(data, components):
 
 def _coords(data, components):
     return {"component": np.arange(components), "item": list(data.item_names),
-            "position": np.arange(data.n_items), "length": np.arange(data.n_items + 1)}
+            "position": np.arange(data.n_items), "length": np.arange(data.n_items + 1),
+            "order": np.arange(data.n_distinct)}
 
 
 def _utilities(data, components, prior_sigma, item_features):
@@ -143,28 +160,43 @@ def _utilities(data, components, prior_sigma, item_features):
 
 
 def _likelihood(family, params, data, components):
-    """Mixture (or single) log-likelihood of all ballots, plus the ballot-length model."""
+    """The ballots' likelihood (one population, or a mixture) and the ballot-length model.
+
+    One component: an observed :class:`~pm_perm.PartialRanking` (``PlackettLuce`` for that
+    family) ``"ballots"`` on the distinct orders (``pm.Data`` ``"orders"``) with
+    ``weights=counts`` (``pm.Data`` ``"counts"``) and ``length_probs``: its logp is
+    ``counts * (log p(order) + log length_probs[k])``, and ``pm.sample_posterior_predictive``
+    draws partial ballots (a complete ranking cut after ``k ~ length_probs`` items).
+    A mixture: the exact marginal ``sum counts * logsumexp_k(...)`` as a ``pm.Potential`` (no
+    PyMC mixture multiplies a count outside the sum over components), with the length counts
+    observed by a ``pm.Multinomial`` ``"ballot_lengths"``; its posterior predictive is
+    :func:`predictive_ballots`.
+    """
     M = data.n_items
-    lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
+    length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
     # The counts are data containers, not constants: a refit on new counts of the same distinct
-    # orders (cross-validation folds, bootstrap) with pm.set_data reuses the compiled functions.
+    # orders (cross-validation folds, bootstrap) by set_counts reuses the compiled functions.
+    if components == 1:
+        from pm_perm.distributions import PartialRanking, PlackettLuce
+
+        orders = pm.Data("orders", data.orders, dims=("order", "item"))
+        counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
+        if family == "plackett-luce":
+            PlackettLuce("ballots", utilities=params[0], weights=counts,
+                         length_probs=length_probs, observed=orders, dims=("order", "item"))
+        else:
+            PartialRanking("ballots", logits=params[0], weights=counts,
+                           length_probs=length_probs, observed=orders, dims=("order", "item"))
+        return
+    lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
     counts = pm.Data("counts", data.counts.astype(np.float64))
     n_ballots = pm.Data("n_ballots", np.int64(data.n_rankings))
     length_counts = pm.Data("length_counts", lengths.astype(np.int64), dims="length")
-    length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
     pm.Multinomial("ballot_lengths", n=n_ballots, p=length_probs, observed=length_counts,
                    dims="length")
-    if components == 1:
-        if family == "plackett-luce":
-            from pm_perm.ops.plackett_luce import plackett_luce_loglik_sum as loglik_sum
-        else:
-            from pm_perm.ops.partial_orders import partial_order_loglik_sum as loglik_sum
-        total = loglik_sum(params[0], data.orders, counts)
-    else:
-        w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
-        ll = component_logliks(family, params, data.orders)
-        total = pt.sum(counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0))
-    pm.Potential("ballots", total)
+    w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
+    ll = component_logliks(family, params, data.orders)
+    pm.Potential("ballots", pt.sum(counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0)))
 
 
 def plackett_luce_model(data, *, components=1, prior_sigma=3.0, item_features=None):
@@ -290,10 +322,10 @@ def _param_name(family):
 def set_counts(rm, counts):
     """The same model with new counts of its distinct orders (e.g. a cross-validation fold).
 
-    The counts, the number of ballots and the ballot-length counts are ``pm.Data`` containers
-    of the model, so this changes them in place (``pm.set_data``) and the next fit reuses the
-    functions PyTensor compiled for the previous one (a K = 2 full model on APA 1998: 1.6-1.9 s
-    of CPU per refit, 17 s for the first fit, which compiles).
+    The counts (and for a mixture the number of ballots and the ballot-length counts) are
+    ``pm.Data`` containers of the model, so this changes them in place (``pm.set_data``) and
+    :func:`fit_map` reuses the functions compiled for the previous fit (a K = 2 full model on
+    APA 1998: 0.1 s of CPU per refit, against about 17 s for the first fit, which compiles).
 
     Parameters
     ----------
@@ -315,8 +347,10 @@ def set_counts(rm, counts):
     if counts.sum() == 0:
         raise ValueError("set_counts: all counts are zero (no ballots to fit)")
     lengths = np.bincount(base.ranked_lengths(), weights=counts, minlength=base.n_items + 1)
-    pm.set_data({"counts": counts.astype(np.float64), "n_ballots": np.int64(counts.sum()),
-                 "length_counts": lengths.astype(np.int64)}, model=rm.model)
+    new = {"counts": counts.astype(np.float64), "n_ballots": np.int64(counts.sum()),
+           "length_counts": lengths.astype(np.int64)}
+    # one component: the lengths are part of the ballots' likelihood (only "counts" exists)
+    pm.set_data({k: v for k, v in new.items() if k in rm.model.named_vars}, model=rm.model)
     return RankingModel(rm.model, rm.family, rm.components, base.with_counts(counts), base)
 
 
@@ -431,6 +465,90 @@ def posterior_params(source, family):
         w = flat("mixture_weights") if "mixture_weights" in post else np.ones(
             (get[name].shape[0], 1))
     return {"params": get[name], "weights": w, "length_probs": get["length_probs"]}
+
+
+def _flat_draws(idata, draws, rng):
+    """(chain, draw) pairs of ``draws`` posterior draws picked at random (all when None)."""
+    post = idata["posterior"]
+    C, D = post.sizes["chain"], post.sizes["draw"]
+    idx = np.arange(C * D)
+    if draws is not None and draws < idx.size:
+        idx = np.sort(rng.choice(idx.size, draws, replace=False))
+    return idx // D, idx % D
+
+
+def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch=20):
+    """Posterior predictive ballots: one replicated data set of ``n_ballots`` partial ballots
+    per posterior draw.
+
+    One component: ``pm.sample_posterior_predictive`` of the observed ``"ballots"`` variable
+    (:class:`~pm_perm.PartialRanking` / :class:`~pm_perm.PlackettLuce` with ``length_probs``),
+    with the ``pm.Data`` ``"orders"`` and ``"counts"`` resized to ``n_ballots`` rows of count
+    1 for the call and restored after it. (Calling ``pm.sample_posterior_predictive(idata,
+    rm.model)`` directly draws one ballot per DISTINCT observed order, ``data.n_distinct``
+    ballots per draw: a replicated data set smaller than the data.)
+    A mixture (K > 1, a ``pm.Potential``, which PyMC cannot draw from): the same draws by
+    :func:`pm_perm.rankings.synthetic.draw_ballots` (component of each ballot from the draw's
+    mixture weights, then an exact draw from that component, cut after ``k ~ length_probs``).
+
+    Parameters
+    ----------
+    rm : RankingModel
+    idata : InferenceData / DataTree with ``posterior`` (e.g. from :func:`fit_nuts`)
+    draws : int or None
+        Number of posterior draws used (picked at random without replacement, seeded by
+        ``seed``); None = all.
+    n_ballots : int, optional
+        Ballots per replicated data set; default the number of ballots in the data.
+    seed : int, optional
+    batch : int
+        Posterior draws per ``pm.sample_posterior_predictive`` call (bounds the memory of the
+        int64 draws: ``batch * n_ballots * M`` entries).
+
+    Returns
+    -------
+    ndarray of int8, shape (draws, n_ballots, M)
+        Rank form (``-1`` = not ranked), one row per ballot.
+    """
+    rng = np.random.default_rng(seed)
+    data, M = rm.data, rm.data.n_items
+    N = int(data.n_rankings if n_ballots is None else n_ballots)
+    chains, steps = _flat_draws(idata, draws, rng)
+    if rm.components > 1:
+        from pm_perm.rankings.synthetic import draw_ballots
+
+        post = idata["posterior"]
+        name = _param_name(rm.family)
+        key = "utilities" if rm.family == "plackett-luce" else "logits"
+        return np.stack([draw_ballots(
+            N, **{key: post[name].values[c, d]},
+            mixture_weights=post["mixture_weights"].values[c, d],
+            length_probs=post["length_probs"].values[c, d], rng=rng).astype(np.int8)
+            for c, d in zip(chains, steps, strict=True)])
+    import xarray as xr
+
+    post = idata["posterior"]
+    post = post.to_dataset() if hasattr(post, "to_dataset") else post
+    out = []
+    with rm.model:
+        pm.set_data({"orders": np.full((N, M), -1, dtype=np.int64), "counts": np.ones(N)},
+                    coords={"order": np.arange(N)})
+        try:
+            for start in range(0, chains.size, batch):
+                sel = slice(start, start + batch)
+                sub = post.isel(chain=xr.DataArray(chains[sel], dims="sample"),
+                                draw=xr.DataArray(steps[sel], dims="sample"))
+                sub = sub.drop_vars(["chain", "draw"]).rename_dims(sample="draw")
+                sub = sub.assign_coords(draw=np.arange(sub.sizes["draw"])).expand_dims("chain")
+                pp = pm.sample_posterior_predictive(
+                    sub, var_names=["ballots"],
+                    random_seed=int(rng.integers(2**31)), progressbar=False,
+                    return_inferencedata=False)
+                out.append(np.asarray(pp["ballots"]).reshape(-1, N, M).astype(np.int8))
+        finally:
+            pm.set_data({"orders": data.orders, "counts": data.counts.astype(np.float64)},
+                        coords={"order": np.arange(data.n_distinct)})
+    return np.concatenate(out)
 
 
 def _component_marginals(family, params):
