@@ -56,7 +56,15 @@ def _cached_or_not(make):
 
 def njit(*args, cache=False, **kwargs):
     """``numba.njit`` with ``cache=True`` when numba can write a cache, else without (warning
-    once). Used as ``@njit(cache=True, ...)``."""
+    once). Used as ``@njit(cache=True, ...)``.
+
+    ``fastmath`` is always set (``False`` unless the kernel asks for it): numba lets a function
+    whose ``fastmath`` is not set inherit its CALLER's, and PyTensor compiles its graphs with
+    fastmath on. A kernel first compiled from a graph then ran with fastmath's no-NaN/no-inf
+    assumptions, which fold away the kernels' NaN and convergence checks, and numba's on-disk
+    cache (whose key does not hold the flags) served that variant to later plain calls too.
+    """
+    kwargs.setdefault("fastmath", False)
     if args and callable(args[0]):  # bare @njit
         return njit(cache=cache, **kwargs)(args[0])
 

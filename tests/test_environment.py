@@ -74,3 +74,26 @@ def test_njit_falls_back_once(monkeypatch):
         f = _numba.njit(cache=True)(lambda x: x + 1)
     g = _numba.njit(cache=True)(lambda x: x * 2)  # no second warning (filterwarnings=error)
     assert f(1) == 2 and g(2) == 4
+
+
+def test_every_kernel_sets_fastmath_so_it_never_inherits_pytensors():
+    """numba lets a jitted function without an explicit ``fastmath`` inherit its caller's, and
+    PyTensor's graphs run with fastmath on: a kernel first compiled from a graph lost its NaN
+    and convergence checks, and the on-disk cache then served that variant to plain calls
+    (the Bethe non-convergence error went missing)."""
+    import importlib
+    import pkgutil
+
+    import numba
+
+    import pm_perm.kernels as K
+
+    dispatchers = []
+    for mod in pkgutil.iter_modules(K.__path__):
+        m = importlib.import_module(f"pm_perm.kernels.{mod.name}")
+        dispatchers += [v for v in vars(m).values()
+                        if isinstance(v, numba.core.registry.CPUDispatcher)
+                        and v.py_func.__module__ == m.__name__]
+    assert len(dispatchers) > 20
+    missing = [d.py_func.__qualname__ for d in dispatchers if "fastmath" not in d.targetoptions]
+    assert not missing, missing
