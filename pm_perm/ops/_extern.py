@@ -39,7 +39,15 @@ from numba.extending import intrinsic
 
 from pm_perm._numba import cfunc, njit
 
-__all__ = ["ExternKernel", "StatusError", "bitgen_of", "extern_kernel", "value_errors"]
+__all__ = [
+    "ExternKernel",
+    "StatusError",
+    "bitgen_of",
+    "c_contiguous_out",
+    "copy_back",
+    "extern_kernel",
+    "value_errors",
+]
 
 
 class ExternKernel(NamedTuple):
@@ -113,6 +121,34 @@ def value_errors(messages):
     """``StatusError.messages`` raising ``ValueError(message)`` for each of ``messages`` (plain
     strings, no format fields)."""
     return tuple((ValueError, m.replace("{", "{{").replace("}", "}}")) for m in messages)
+
+
+# ----------------------------------------------------------------------------- output buffers
+# A numba implementation that returns an array makes PyTensor's Blockwise / random-variable loop
+# copy it into the output with numba's array assignment, whose shape-mismatch message (built from
+# the shapes at run time) costs one to several seconds of compilation in every graph (measured:
+# 1.71 s of the 3.34 s draw graph of PermutationExpFamily). Writing into the output buffers
+# PyTensor hands over (``fn.handles_out = True``) avoids it; the kernels write them directly
+# when they are C-contiguous (always, for the buffers PyTensor allocates).
+
+
+@njit(cache=True)
+def c_contiguous_out(out):
+    """``out`` when it is C-contiguous, else a C-contiguous scratch array of its shape for the
+    kernel to write, copied back by :func:`copy_back`."""
+    if out.flags.c_contiguous:
+        return out
+    return np.empty(out.shape, dtype=out.dtype)
+
+
+@njit(cache=True)
+def copy_back(out, buffer):
+    """Copy ``buffer`` of :func:`c_contiguous_out` into ``out`` if they differ; returns
+    ``out``."""
+    if not out.flags.c_contiguous:
+        for idx in np.ndindex(out.shape):
+            out[idx] = buffer[idx]
+    return out
 
 
 # ----------------------------------------------------------------------------- random streams

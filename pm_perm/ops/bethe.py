@@ -31,7 +31,7 @@ from pm_perm.kernels.bethe import (
     _run,
     make_bethe_op_kernel,
 )
-from pm_perm.ops._extern import StatusError, extern_kernel
+from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -198,27 +198,32 @@ assert BETHE_NO_PERMUTATION == 1 and BETHE_NOT_CONVERGED == 2  # the first statu
 
 
 def _bethe_numba(tol, max_iter):
-    """``bethe(W) -> (log perm_B as a 0-d array, beliefs)`` in compiled code: NaN for NaN,
-    ``+inf`` or finite logits beyond ``LOGIT_ABS_MAX``; raises like
-    :func:`pm_perm.kernels.bethe._run` otherwise."""
+    """``bethe(W, value, beliefs)`` in compiled code: writes ``log perm_B`` to the 0-d array
+    ``value`` and the beliefs to ``beliefs`` (M, M); NaN for NaN, ``+inf`` or finite logits
+    beyond ``LOGIT_ABS_MAX``; raises like :func:`pm_perm.kernels.bethe._run` otherwise."""
     kernel = _EXTERN().external
 
     @numba_basic.numba_njit
-    def bethe(W):
+    def bethe(W, value, beliefs):
         M = W.shape[0]
         if W.shape[1] != M:
             raise _BetheError(_NOT_SQUARE, M, W.shape[1])
         if M > BETHE_MAX_M:
             raise _BetheError(_TOO_LARGE)
         Wc = np.ascontiguousarray(W)
-        value = np.empty(1)
-        beliefs = np.empty((M, M))
-        status = kernel(Wc.ctypes, M, tol, max_iter, value.ctypes, beliefs.ctypes)
+        v = np.empty(1)
+        g = c_contiguous_out(beliefs)
+        status = kernel(Wc.ctypes, M, tol, max_iter, v.ctypes, g.ctypes)
         if status != 0:
             raise _BetheError(status)
-        return np.array(value[0]), beliefs
+        value[()] = v[0]
+        copy_back(beliefs, g)
 
     return bethe
+
+
+# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
+# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(BetheLogPermanent)
@@ -226,9 +231,13 @@ def _numba_bethe_log_permanent(op, node, **kwargs):
     bethe = _bethe_numba(op.tol, op.max_iter)
 
     @numba_basic.numba_njit
-    def bethe_lp_numba(W):
-        return bethe(W)[0]
+    def bethe_lp_numba(W, out=None):
+        if out is None:
+            out = np.empty(())
+        bethe(W, out, np.empty(W.shape))
+        return out
 
+    bethe_lp_numba.handles_out = True
     return bethe_lp_numba, _VERSION
 
 
@@ -237,12 +246,26 @@ def _numba_bethe_marginals(op, node, **kwargs):
     bethe = _bethe_numba(op.tol, op.max_iter)
 
     @numba_basic.numba_njit
-    def bethe_marg_numba(W):
-        return bethe(W)[1]
+    def bethe_marg_numba(W, out=None):
+        if out is None:
+            out = np.empty(W.shape)
+        bethe(W, np.empty(()), out)
+        return out
 
+    bethe_marg_numba.handles_out = True
     return bethe_marg_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(BetheLogPermanentAndMarginals)
 def _numba_bethe_both(op, node, **kwargs):
-    return _bethe_numba(op.tol, op.max_iter), _VERSION
+    bethe = _bethe_numba(op.tol, op.max_iter)
+
+    @numba_basic.numba_njit
+    def bethe_both_numba(W, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(()), np.empty(W.shape)
+        bethe(W, out_v, out_g)
+        return out_v, out_g
+
+    bethe_both_numba.handles_out = True
+    return bethe_both_numba, _VERSION

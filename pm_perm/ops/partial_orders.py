@@ -42,7 +42,7 @@ from pm_perm.kernels.partial_orders import (
     make_partial_orders_op_kernel,
 )
 from pm_perm.kernels.permanent import EXACT_MAX_M
-from pm_perm.ops._extern import StatusError, extern_kernel
+from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -280,8 +280,8 @@ class _ShapeError(StatusError):
 
 def _kernel_numba(max_m, weights_name):
     """``run(W, orders, weights, values, grad, want_grad) -> total`` in compiled code: checks the
-    shapes (raising ``ValueError``), then calls the C kernel; ``values`` (n,) and, with
-    ``want_grad``, ``grad`` (M, M) must be C-contiguous outputs."""
+    shapes (raising ``ValueError``), then calls the C kernel, which writes ``values`` (n,) and,
+    with ``want_grad``, ``grad`` (M, M)."""
     kernel = _EXTERN().external
     weights_error = 2 if weights_name == "counts" else 3
 
@@ -294,10 +294,19 @@ def _kernel_numba(max_m, weights_name):
             raise _ShapeError(weights_error)
         Wc, oc = np.ascontiguousarray(W), np.ascontiguousarray(orders)
         wc = np.ascontiguousarray(weights)
-        return kernel(Wc.ctypes, M, oc.ctypes, orders.shape[0], wc.ctypes, values.ctypes,
-                      grad.ctypes, want_grad)
+        v, g = c_contiguous_out(values), c_contiguous_out(grad)
+        total = kernel(Wc.ctypes, M, oc.ctypes, orders.shape[0], wc.ctypes, v.ctypes, g.ctypes,
+                       want_grad)
+        copy_back(values, v)
+        if want_grad:
+            copy_back(grad, g)
+        return total
 
     return run
+
+
+# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
+# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(PartialOrderLoglik)
@@ -305,12 +314,14 @@ def _numba_partial_order_loglik(op, node, **kwargs):
     run = _kernel_numba(op.max_m, "counts")
 
     @numba_basic.numba_njit
-    def partial_order_loglik_numba(W, orders):
+    def partial_order_loglik_numba(W, orders, out=None):
         n = orders.shape[0]
-        values = np.empty(n)
-        run(W, orders, np.zeros(n), values, np.empty((0, 0)), 0)
-        return values
+        if out is None:
+            out = np.empty(n)
+        run(W, orders, np.zeros(n), out, np.empty((0, 0)), 0)
+        return out
 
+    partial_order_loglik_numba.handles_out = True
     return partial_order_loglik_numba, _VERSION
 
 
@@ -319,11 +330,13 @@ def _numba_partial_order_loglik_sum_and_grad(op, node, **kwargs):
     run = _kernel_numba(op.max_m, "counts")
 
     @numba_basic.numba_njit
-    def partial_order_loglik_sum_and_grad_numba(W, orders, weights):
-        grad = np.empty(W.shape)
-        total = run(W, orders, weights, np.empty(orders.shape[0]), grad, 1)
-        return np.array(total), grad
+    def partial_order_loglik_sum_and_grad_numba(W, orders, weights, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(()), np.empty(W.shape)
+        out_v[()] = run(W, orders, weights, np.empty(orders.shape[0]), out_g, 1)
+        return out_v, out_g
 
+    partial_order_loglik_sum_and_grad_numba.handles_out = True
     return partial_order_loglik_sum_and_grad_numba, _VERSION
 
 
@@ -332,10 +345,13 @@ def _numba_partial_order_loglik_sum(op, node, **kwargs):
     run = _kernel_numba(op.max_m, "counts")
 
     @numba_basic.numba_njit
-    def partial_order_loglik_sum_numba(W, orders, weights):
-        total = run(W, orders, weights, np.empty(orders.shape[0]), np.empty((0, 0)), 0)
-        return np.array(total)
+    def partial_order_loglik_sum_numba(W, orders, weights, out=None):
+        if out is None:
+            out = np.empty(())
+        out[()] = run(W, orders, weights, np.empty(orders.shape[0]), np.empty((0, 0)), 0)
+        return out
 
+    partial_order_loglik_sum_numba.handles_out = True
     return partial_order_loglik_sum_numba, _VERSION
 
 
@@ -344,12 +360,13 @@ def _numba_partial_order_loglik_and_grad(op, node, **kwargs):
     run = _kernel_numba(op.max_m, "weights")
 
     @numba_basic.numba_njit
-    def partial_order_loglik_and_grad_numba(W, orders, weights):
-        values = np.empty(orders.shape[0])
-        grad = np.empty(W.shape)
-        run(W, orders, weights, values, grad, 1)
-        return values, grad
+    def partial_order_loglik_and_grad_numba(W, orders, weights, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(orders.shape[0]), np.empty(W.shape)
+        run(W, orders, weights, out_v, out_g, 1)
+        return out_v, out_g
 
+    partial_order_loglik_and_grad_numba.handles_out = True
     return partial_order_loglik_and_grad_numba, _VERSION
 
 
