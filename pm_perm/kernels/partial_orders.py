@@ -63,7 +63,6 @@ __all__ = [
     "SUFFIX_TINY",
     "check_partial_order_size",
     "checked_partial_orders_into",
-    "keep_top_k",
     "make_partial_orders_op_kernel",
     "partial_order_loglik",
     "partial_order_loglik_and_grad",
@@ -100,15 +99,6 @@ def check_partial_order_size(M: int) -> None:
             f"for its tables, more than the memory budget of {budget / 2**30:.2f} GiB. Raise "
             f"PM_PERM_MEMORY_BUDGET (bytes) if the machine has the memory. {alternatives}"
         )
-
-
-@njit(cache=True)
-def keep_top_k(y, k):
-    """Rank form of the top ``k`` of the complete order ``y`` (in place): positions ``>= k``
-    become ``-1``."""
-    for i in range(y.shape[0]):
-        if y[i] >= k:
-            y[i] = -1
 
 
 # ----------------------------------------------------------------------------- numba cores
