@@ -101,7 +101,7 @@ def max_weight_assignment_core(W):
     return col_of_row, u[1:], v[1:], True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dual_scaled(W):
     """Scale by the assignment duals: returns ``(B, log_shift, feasible)``.
 

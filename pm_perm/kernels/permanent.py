@@ -256,7 +256,7 @@ def _popcount(x):
 _PC8 = np.array([0, 1, 1, 2, 1, 2, 2, 3], dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _block_weights(B, offset):
     """``C[pq, j, t] = B[pq + popcount(t) + offset, j]`` (0 outside the rows), for the blocks."""
     M = B.shape[0]
@@ -416,7 +416,7 @@ def _backward(B, f, g, P, marginals):
     return g[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _padded(B):
     """Embed ``B`` (M < 3) as the leading block of a 3 x 3 matrix with a fixed identity tail,
     so the blocked DP (which needs M >= 3) applies; the permanent is unchanged."""
@@ -491,7 +491,7 @@ def _workspace(M):
     return table
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _log_permanent_into(W, work):
     if W.shape[0] <= ENUMERATE_MAX_M:
         return _enumerate_value(W)
@@ -501,7 +501,7 @@ def _log_permanent_into(W, work):
     return math.log(_forward(_padded(B), work)) + shift
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _log_permanent_and_marginals_into(W, work, out):
     """Value, and marginals into ``out`` (M, M). The backward pass overwrites the forward table
     in place: block ``q`` reads its own ``f`` entries before writing ``g`` there, and reads ``g``
@@ -534,7 +534,7 @@ def log_permanent_and_marginals_core(W):
     return v, out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def checked_value_into(W, P, marginals):
     """``log perm(exp W)`` of a C-contiguous (m, m) float64 matrix; if ``marginals``, ``P`` is
     written to the (m, m) array ``P`` (otherwise it is not touched). NaN or ``+inf`` logits, or
