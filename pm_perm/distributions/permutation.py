@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from numba import types
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import maybe_resize, rv_size_is_none
 from pymc.logprob.abstract import _logprob
-from numba import types
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify

@@ -4,7 +4,6 @@ no kernel code is compiled into a graph again; the helpers of pm_perm.ops._exter
 import re
 
 import numpy as np
-import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
@@ -49,7 +48,8 @@ GRAPHS = [
      [partial_order_loglik(W, ORDERS), *_with_grad(partial_order_loglik_sum(W, ORDERS, [1, 2]), W)],
      ["pm_perm_partial_orders_kernel"]),
     ("plackett_luce", [U], [U0],
-     [plackett_luce_loglik(U, ORDERS), *_with_grad(plackett_luce_loglik_sum(U, ORDERS, [1, 2]), U)],
+     [plackett_luce_loglik(U, ORDERS),
+      *_with_grad(plackett_luce_loglik_sum(U, ORDERS, [1, 2]), U)],
      ["pm_perm_plackett_luce_kernel"]),
     ("log_esp", [U], [U0], [*_with_grad(log_esp(U, 2), U),
                             pytensor.gradient.hessian(log_esp(U, 2), U), conditional_marginals(U, 1)],
