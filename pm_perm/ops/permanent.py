@@ -221,7 +221,6 @@ def _kernel(method):
     return _EXTERN[method]()
 
 
-
 class _SizeError(StatusError):
     """The run-time size errors of the numba implementations (symbolic shapes), with the
     messages of the static checks (see :class:`StatusError`): ``_SizeError(status, *ints)``."""
