@@ -20,8 +20,9 @@ Models (``K`` components; ``K = 1`` is a single population)
 
 Identifiability: ``p(pi)`` is unchanged when a constant is added to a row or a column of ``W``
 (every permutation uses each row and column once), and Plackett-Luce is unchanged by a shift of
-``u``: utilities are zero-sum (``pm.ZeroSumNormal``), the full model's deviation from rank one is
-zero-sum over rows and over columns, and a learned ``c`` is pinned to run from 1 down to 0.
+``u``: utilities are zero-sum (a ``ZeroSumNormal`` prior, written in the basis of
+:func:`zero_sum_basis`), the full model's deviation from rank one is zero-sum over rows and over
+columns, and a learned ``c`` is pinned to run from 1 down to 0.
 
 Mixtures are marginalised exactly over each distinct order's component:
 ``log p(order) = logsumexp_k(log w_k + log p_k(order))``. The likelihood is symmetric in the
@@ -78,6 +79,7 @@ __all__ = [
     "rank_one_model",
     "relabel_components",
     "set_counts",
+    "zero_sum_basis",
 ]
 
 FAMILIES = ("plackett-luce", "rank-one", "full")
@@ -90,11 +92,10 @@ class RankingModel:
     Attributes
     ----------
     model : pymc.Model
-        Free variables: ``u`` (or ``theta`` with item features), ``c_steps`` (learned positions),
-        ``tau`` and ``delta_raw`` (full model; centred: ``tau`` and ``W``),
-        ``mixture_weights`` (K > 1), ``length_probs``. Deterministics ``W`` (shape (K, M, M);
-        not for Plackett-Luce; a free variable of the centred full model) and, with features,
-        ``u``.
+        Free variables: ``u_raw`` (or ``theta`` with item features), ``c_steps`` (learned
+        positions), ``tau`` and ``delta_raw`` (full model; centred: ``tau`` and ``W_raw``),
+        ``mixture_weights`` (K > 1), ``length_probs``. Deterministics ``u`` (K, M) and ``W``
+        (K, M, M; not for Plackett-Luce).
         K = 1: observed ``"ballots"`` (PartialRanking / PlackettLuce) on the ``pm.Data``
         ``"orders"`` and ``"counts"``; K > 1: the Potential ``"ballots"`` and the observed
         ``"ballot_lengths"`` (see the module docstring).
@@ -144,16 +145,56 @@ def _check_data(data, components):
 
 
 def _coords(data, components):
+    M = data.n_items
     return {"component": np.arange(components), "item": list(data.item_names),
-            "position": np.arange(data.n_items), "length": np.arange(data.n_items + 1),
-            "order": np.arange(data.n_distinct)}
+            "position": np.arange(M), "length": np.arange(M + 1),
+            "order": np.arange(data.n_distinct), "item_basis": np.arange(M - 1),
+            "position_basis": np.arange(M - 1)}
+
+
+def zero_sum_basis(n):
+    """Orthonormal basis of the zero-sum vectors of length ``n``: the (n, n - 1) Helmert matrix.
+
+    Column ``k - 1`` (``k = 1..n-1``) is ``(1, ..., 1, -k, 0, ..., 0) / sqrt(k (k + 1))`` with
+    ``k`` ones. ``B.T @ B = I`` and ``B @ B.T = I - 1 1^T / n``, so ``u = B z`` with
+    ``z ~ Normal(0, sigma)`` (``n - 1`` entries) has exactly the distribution of
+    ``pm.ZeroSumNormal(sigma)`` over ``n`` entries, and ``B Z B^T`` with an ``(n-1) x (n-1)``
+    normal ``Z`` that of ``pm.ZeroSumNormal(sigma, n_zerosum_axes=2)``.
+
+    Why the ranking models use it instead of ``pm.ZeroSumNormal``: the same prior, but a plain
+    ``Normal`` and a product with a constant matrix compile in about a tenth of the time
+    (PyTensor's numba backend, empty cache: ZeroSumNormal over one axis 6.6 s for the log density
+    and 3.6 s for its gradient, over two axes 9.0 s and 6.7 s, against 1.1-1.3 s and 0.4-0.6 s;
+    ``docs/benchmarks.md``).
+    """
+    B = np.zeros((n, n - 1))
+    for k in range(1, n):
+        B[:k, k - 1] = 1.0 / np.sqrt(k * (k + 1))
+        B[k, k - 1] = -k / np.sqrt(k * (k + 1))
+    return B
+
+
+def _zero_sum_rows(z, B):
+    """``z @ B.T``: (K, n-1) basis coordinates -> (K, n) zero-sum rows."""
+    return pt.dot(z, B.T)
+
+
+def _zero_sum_matrices(Z, B):
+    """``B Z[k] B^T`` for each k: (K, n-1, n-1) -> (K, n, n), zero-sum over rows and columns."""
+    T = pt.tensordot(Z, B, axes=([2], [1]))  # T[k, a, j] = sum_b Z[k, a, b] B[j, b]
+    return pt.tensordot(B, T, axes=([1], [1])).dimshuffle(1, 0, 2)  # [i, k, j] -> [k, i, j]
 
 
 def _utilities(data, components, prior_sigma, item_features):
-    """``u`` (K, M), zero-sum over items; ``u = X theta`` (X centred) with item features."""
+    """``u`` (K, M), zero-sum over items; ``u = X theta`` (X centred) with item features.
+
+    Without features, ``u = u_raw B^T`` with ``u_raw ~ Normal(0, prior_sigma)`` (K, M - 1) and
+    ``B`` the Helmert basis (:func:`zero_sum_basis`): ``u ~ ZeroSumNormal(prior_sigma)``."""
     K, M = components, data.n_items
     if item_features is None:
-        return pm.ZeroSumNormal("u", sigma=prior_sigma, dims=("component", "item"))
+        z = pm.Normal("u_raw", 0.0, prior_sigma, dims=("component", "item_basis"))
+        return pm.Deterministic("u", _zero_sum_rows(z, zero_sum_basis(M)),
+                                dims=("component", "item"))
     X = np.asarray(item_features, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] != M or not np.all(np.isfinite(X)):
         raise ValueError(f"item_features must be a finite (n_items={M}, n_features) array, got "
@@ -215,7 +256,8 @@ def plackett_luce_model(data, *, components=1, prior_sigma=3.0, item_features=No
     components : int
         Number of mixture components ``K``.
     prior_sigma : float
-        Prior scale of the utilities ``u[k] ~ ZeroSumNormal(prior_sigma)`` (or of ``theta``).
+        Prior scale of the utilities ``u[k] ~ ZeroSumNormal(prior_sigma)`` (or of ``theta``;
+        see :func:`zero_sum_basis`).
     item_features : array_like, shape (M, d), optional
         Item covariates: ``u[k] = X_c theta[k]`` with ``X_c`` the column-centred features and
         ``theta ~ Normal(0, prior_sigma)``.
@@ -284,22 +326,26 @@ def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item
     ``W[k] = u[k] c^T + tau * delta[k]`` with ``c`` fixed (as in :func:`rank_one_model`),
     ``delta[k] ~ ZeroSumNormal(1)`` over both the item and the position axis (a row or column
     shift of ``W`` changes no probability), and ``tau ~ HalfNormal(shrinkage_scale)``: the data
-    decide how far the matrix departs from rank one.
+    decide how far the matrix departs from rank one. The zero-sum normals are written in the
+    Helmert basis ``B`` of :func:`zero_sum_basis` (``delta[k] = B delta_raw[k] B^T`` with an
+    ``(M-1) x (M-1)`` standard normal ``delta_raw``; ``u = u_raw B^T``): the same prior as
+    ``pm.ZeroSumNormal``, much cheaper to compile.
 
     Two parametrisations of the same model (same posterior of ``u``, ``tau`` and of ``W`` up to
     the row and column shifts that change no probability):
 
     ``"noncentered"`` (default)
-        Free variable ``delta_raw`` = ``delta``; ``W`` is a deterministic. Use it for MAP
-        (:func:`fit_map`) and for NUTS on small data (a few ballots per entry of ``W``).
+        Free variables ``u_raw``, ``tau``, ``delta_raw``; ``W`` is a deterministic. Use it for
+        MAP (:func:`fit_map`) and for NUTS on small data (a few ballots per entry of ``W``).
     ``"centered"``
-        Free variable ``W`` itself: ``W[k] ~ ZeroSumNormal(tau)`` over both axes around the
-        rank-one mean ``u[k] (c - mean(c))^T`` (a ``pm.Potential`` ``"W_mean"`` adds the
-        mean's term to the zero-mean ``ZeroSumNormal`` density). Use it for NUTS on large data:
-        with many ballots per entry of ``W`` the data pin ``W`` down and the non-centred
-        coordinates ``(tau, delta_raw)`` lie on a thin curved ridge (``W = tau delta_raw``);
-        on Meath (64,081 ballots, M = 14) NUTS takes about 4x fewer leapfrog steps per draw
-        centred (``docs/benchmarks.md``). It has NO MAP: its density grows without bound as
+        Free variables ``u_raw``, ``tau`` and ``W_raw``, the coordinates of ``W`` itself:
+        ``W[k] = B W_raw[k] B^T`` with ``W_raw[k] ~ Normal(B^T m[k] B, tau)``, i.e. ``W[k]`` is
+        normal with scale ``tau`` around the rank-one mean ``m[k] = u[k] (c - mean(c))^T`` on
+        the double zero-sum subspace. Use it for NUTS on large data: with many ballots per
+        entry of ``W`` the data pin ``W`` down, and the non-centred coordinates
+        ``(tau, delta_raw)`` lie on a thin curved ridge (``W = tau delta``); on Meath (64,081
+        ballots, M = 14) NUTS takes about 4x fewer leapfrog steps per draw centred
+        (``docs/benchmarks.md``). It has NO MAP: its density grows without bound as
         ``tau -> 0`` with ``W`` at the rank-one mean, so :func:`fit_map` refuses it. Its ``W``
         is double-centred (zero row and column sums), the non-centred ``W`` is not; the two
         differ by row shifts, which change no probability.
@@ -339,16 +385,22 @@ def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item
         u = _utilities(data, components, prior_sigma, item_features)
         c = _positions(data.n_items, False)
         tau = pm.HalfNormal("tau", shrinkage_scale)
+        B = zero_sum_basis(data.n_items)
+        raw_dims = ("component", "item_basis", "position_basis")
         if parametrization == "noncentered":
-            delta = pm.ZeroSumNormal("delta_raw", sigma=1.0, n_zerosum_axes=2, dims=dims)
-            W = pm.Deterministic("W", u[:, :, None] * c[None, None, :] + tau * delta, dims=dims)
+            delta = pm.Normal("delta_raw", 0.0, 1.0, dims=raw_dims)
+            W = u[:, :, None] * c[None, None, :] + tau * _zero_sum_matrices(delta, B)
         else:
-            # W ~ N(m, tau^2) on the double zero-sum subspace, m = u (c - mean c)^T (itself
-            # double zero-sum): the ZeroSumNormal(tau) density of W times exp((<W, m> -
-            # |m|^2 / 2) / tau^2) is exactly that density.
-            W = pm.ZeroSumNormal("W", sigma=tau, n_zerosum_axes=2, dims=dims)
-            m = u[:, :, None] * (c - pt.mean(c))[None, None, :]
-            pm.Potential("W_mean", pt.sum(W * m - 0.5 * m * m) / tau**2)
+            # W = B W_raw B^T with W_raw ~ N(B^T m B, tau), m = u (c - mean c)^T: W is normal
+            # around the rank-one mean on the double zero-sum subspace. B^T m B is the outer
+            # product of B^T u and B^T c (B^T 1 = 0).
+            if item_features is None:
+                zu = model["u_raw"]
+            else:
+                zu = pt.dot(u, B)
+            mean = zu[:, :, None] * pt.dot(c, B)[None, None, :]
+            W = _zero_sum_matrices(pm.Normal("W_raw", mean, tau, dims=raw_dims), B)
+        W = pm.Deterministic("W", W, dims=dims)
         _likelihood("full", W, data, components)
     return RankingModel(model, "full", components, data, parametrization=parametrization)
 

@@ -237,17 +237,18 @@ def _potential_model(data, family):
     from pm_perm.ops.plackett_luce import plackett_luce_loglik_sum
 
     M = data.n_items
+    B = rmod.zero_sum_basis(M)
     with pm.Model(coords=rmod._coords(data, 1)) as model:
-        u = pm.ZeroSumNormal("u", sigma=3.0, dims=("component", "item"))
+        u = pm.Normal("u_raw", 0.0, 3.0, dims=("component", "item_basis"))[0] @ B.T
         if family == "plackett-luce":
-            total = plackett_luce_loglik_sum(u[0], data.orders, data.counts)
+            total = plackett_luce_loglik_sum(u, data.orders, data.counts)
         else:
-            W = u[0][:, None] * rank_one_logits(np.ones(M))[0][None, :]  # c_j, fixed
+            W = u[:, None] * rank_one_logits(np.ones(M))[0][None, :]  # c_j, fixed
             if family == "full":
                 tau = pm.HalfNormal("tau", 1.0)
-                delta = pm.ZeroSumNormal("delta_raw", sigma=1.0, n_zerosum_axes=2,
-                                         dims=("component", "item", "position"))
-                W = W + tau * delta[0]
+                delta = pm.Normal("delta_raw", 0.0, 1.0,
+                                  dims=("component", "item_basis", "position_basis"))
+                W = W + tau * (B @ delta[0] @ B.T)
             W = pm.Deterministic("W", W[None])
             total = partial_order_loglik_sum(W[0], data.orders, data.counts)
         length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
@@ -377,32 +378,50 @@ def _double_centred(W):
 
 @pytest.mark.parametrize("components", [1, 2])
 def test_centred_full_model_is_the_same_model(components):
-    """The centred density at (u, tau, W) is the non-centred one at (u, tau, delta) with
-    W = dc(u c^T) + tau delta, less the Jacobian log tau^(K (M-1)^2) of delta -> W: the same
-    posterior in other coordinates."""
+    """The centred density at (u_raw, tau, W_raw) is the non-centred one at (u_raw, tau,
+    delta_raw) with W_raw = B^T m B + tau delta_raw (the coordinates of the same W), less the
+    Jacobian log tau^(K (M-1)^2): the same posterior in other coordinates; and both give the
+    same W up to row shifts."""
     rng = np.random.default_rng(11)
     data = simulate_rankings(200, logits=rng.normal(size=(4, 4)), length_probs=LENGTHS, rng=3)
     nc = rmod.full_model(data, components=components)
     ce = rmod.full_model(data, components=components, parametrization="centered")
     assert ce.parametrization == "centered" and nc.parametrization == "noncentered"
-    assert "delta_raw" in nc.model.named_vars and "delta_raw" not in ce.model.named_vars
-    lp_nc = nc.model.compile_logp(jacobian=False)
-    lp_ce = ce.model.compile_logp(jacobian=False)
+    assert "delta_raw" in nc.model.named_vars and "W_raw" in ce.model.named_vars
+    lp_nc, lp_ce = nc.model.compile_logp(jacobian=False), ce.model.compile_logp(jacobian=False)
+    W_nc, W_ce = (m.model.compile_fn(m.model.replace_rvs_by_values([m.model["W"]])[0],
+                                     inputs=m.model.value_vars, on_unused_input="ignore")
+                  for m in (nc, ce))
     K, M = components, 4
+    B = rmod.zero_sum_basis(M)
+    c = np.linspace(1.0, 0.0, M)
     for _ in range(3):
-        u = rng.normal(size=(K, M))
-        u -= u.mean(-1, keepdims=True)
+        zu = rng.normal(size=(K, M - 1))
         tau = rng.uniform(0.2, 2.0)
-        delta = _double_centred(rng.normal(size=(K, M, M)))
-        lengths = rng.dirichlet(np.ones(M + 1))
-        shared = {"u": u, "tau": tau, "length_probs": lengths}
+        delta = rng.normal(size=(K, M - 1, M - 1))
+        shared = {"u_raw": zu, "tau": tau, "length_probs": rng.dirichlet(np.ones(M + 1))}
         if K > 1:
             shared["mixture_weights"] = rng.dirichlet(np.ones(K))
-        c = np.linspace(1.0, 0.0, M)
-        W = _double_centred(u[:, :, None] * c) + tau * delta
-        a = lp_nc(_transformed_point(nc.model, {**shared, "delta_raw": delta}))
-        b = lp_ce(_transformed_point(ce.model, {**shared, "W": W}))
-        np.testing.assert_allclose(b, a - K * (M - 1) ** 2 * np.log(tau), rtol=1e-10)
+        W_raw = zu[:, :, None] * (c @ B)[None, None, :] + tau * delta
+        p_nc = _transformed_point(nc.model, {**shared, "delta_raw": delta})
+        p_ce = _transformed_point(ce.model, {**shared, "W_raw": W_raw})
+        np.testing.assert_allclose(lp_ce(p_ce), lp_nc(p_nc) - K * (M - 1) ** 2 * np.log(tau),
+                                   rtol=1e-10)
+        np.testing.assert_allclose(W_ce(p_ce), _double_centred(W_nc(p_nc)), atol=1e-12)
+
+
+def test_zero_sum_basis_gives_the_zero_sum_normal():
+    """B^T B = I and B B^T = I - 1 1^T / n: u = B z with z ~ N(0, s^2 I) has covariance
+    s^2 (I - 1 1^T / n), the covariance of pm.ZeroSumNormal(s) (a Gaussian is fixed by it)."""
+    for n in range(2, 9):
+        B = rmod.zero_sum_basis(n)
+        np.testing.assert_allclose(B.T @ B, np.eye(n - 1), atol=1e-14)
+        np.testing.assert_allclose(B @ B.T, np.eye(n) - 1.0 / n, atol=1e-14)
+    with pm.Model():
+        z = pm.ZeroSumNormal("z", sigma=2.0, shape=5)
+    draws = pm.draw(z, draws=40_000, random_seed=1)
+    # the sample covariance of PyMC's own ZeroSumNormal (4 se of a variance of 4: 0.12)
+    np.testing.assert_allclose(np.cov(draws.T), 4.0 * (np.eye(5) - 0.2), atol=0.15)
 
 
 def test_centred_full_model_refuses_map_and_auto_picks_by_size():
