@@ -208,14 +208,14 @@ def loglik_fns(max_m, orders=None):
             return _xla(W, rank_form.Blocks(*(jnp.asarray(a) for a in const)), groups, w)
         return _xla(W, rank_form.blocks_jax(o), None, w)
 
-    def values(W, o):
+    def values(cpu, W, o):
         _check(W, o, max_m)
         w = jnp.zeros(o.shape[:-1], W.dtype)
         return on_platform((W, o, w), lambda W, o, w: _ffi(W, o, w, False),
-                           lambda W, o, w: xla(W, o, None))
+                           lambda W, o, w: xla(W, o, None), cpu)
 
-    def values_and_grad(W, o, w):
+    def values_and_grad(cpu, W, o, w):
         _check(W, o, max_m)
-        return on_platform((W, o, w), lambda W, o, w: _ffi(W, o, w, True), xla)
+        return on_platform((W, o, w), lambda W, o, w: _ffi(W, o, w, True), xla, cpu)
 
     return rank_form.loglik_fns(values, values_and_grad)

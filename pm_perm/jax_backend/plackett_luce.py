@@ -162,14 +162,14 @@ def loglik_fns(orders=None):
             raise ValueError(f"orders have {o.shape[-1]} items but utilities have "
                              f"{u.shape[-1]}")
 
-    def values(u, o):
+    def values(cpu, u, o):
         check(u, o)
         w = jnp.zeros(o.shape[:-1], u.dtype)
         return on_platform((u, o, w), lambda u, o, w: _ffi(u, o, w, False),
-                           lambda u, o, w: xla(u, o, None))
+                           lambda u, o, w: xla(u, o, None), cpu)
 
-    def values_and_grad(u, o, w):
+    def values_and_grad(cpu, u, o, w):
         check(u, o)
-        return on_platform((u, o, w), lambda u, o, w: _ffi(u, o, w, True), xla)
+        return on_platform((u, o, w), lambda u, o, w: _ffi(u, o, w, True), xla, cpu)
 
     return rank_form.loglik_fns(values, values_and_grad)

@@ -40,11 +40,16 @@ def xla_only():
         _FORCE_XLA.reset(token)
 
 
-def on_platform(args, cpu, xla):
+def on_platform(args, cpu, xla, cpu_kernel=None):
     """``cpu(*args)`` (an FFI call into the numba kernel) when the program runs on a CPU,
     ``xla(*args)`` on every other platform (GPU, TPU) or when :func:`use_cpu_kernel` is False.
     The choice is made when XLA lowers the program for its platform
-    (``jax.lax.platform_dependent``), so only one branch is compiled."""
-    if not use_cpu_kernel():
+    (``jax.lax.platform_dependent``), so only one branch is compiled.
+
+    ``cpu_kernel``: the value of :func:`use_cpu_kernel` to use instead of reading it now. A
+    ``jax.custom_vjp`` backward pass that calls this must pass the value read in its forward
+    pass: JAX traces the backward pass after the function has returned, outside an
+    :func:`xla_only` block around the call."""
+    if not (use_cpu_kernel() if cpu_kernel is None else cpu_kernel):
         return xla(*args)
     return jax.lax.platform_dependent(*args, cpu=cpu, default=xla)

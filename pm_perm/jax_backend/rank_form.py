@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pm_perm._numba import njit
+from pm_perm.jax_backend.platform import use_cpu_kernel
 from pm_perm.kernels.rank_form import order_blocks
 
 __all__ = ["Blocks", "TIE_BATCH_ELEMENTS", "TieGroup", "blocks_jax", "blocks_numpy",
@@ -304,45 +305,50 @@ def traced_tie_sum(block_values, x, per_order, blocks, limit):
 
 def loglik_fns(values, values_and_grad):
     """``(loglik, sum_and_grad, values_and_grad)``, the JAX bodies of a family of rank-form
-    likelihood Ops, from the family's ``values(x, orders) -> (n,)`` and ``values_and_grad(x,
-    orders, w) -> ((n,), x.shape)`` (the gradient of ``sum_n w_n values_n``; rows of weight 0 or
-    invalid add nothing, as in the numba kernels):
+    likelihood Ops, from the family's ``values(cpu, x, orders) -> (n,)`` and
+    ``values_and_grad(cpu, x, orders, w) -> ((n,), x.shape)`` (the gradient of
+    ``sum_n w_n values_n``; rows of weight 0 or invalid add nothing, as in the numba kernels),
+    where ``cpu`` is :func:`pm_perm.jax_backend.platform.use_cpu_kernel` as read when the
+    function is called (the backward passes use the forward pass's value):
 
     * ``loglik(x, orders) -> (n,)``, whose ``jax.grad`` is ``values_and_grad`` with the
       cotangent as weights (the forward pass keeps no residual but the inputs);
     * ``sum_and_grad(x, orders, w) -> (sum_n w_n values_n, its gradient)`` from one pass; rows
       of weight 0 add nothing to the sum (not even ``0 * -inf``); ``jax.grad`` of the sum is
-      that gradient in ``x`` and the values in ``w``.
+      that gradient in ``x`` and the values in ``w``;
+    * ``values_and_grad(x, orders, w)`` (no derivative).
 
     Second derivatives are not implemented (as in numba).
     """
 
-    @jax.custom_vjp
-    def loglik(x, o):
-        return values(x, o)
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def loglik(cpu, x, o):
+        return values(cpu, x, o)
 
-    def loglik_fwd(x, o):
-        return values(x, o), (x, o)
+    def loglik_fwd(cpu, x, o):
+        return values(cpu, x, o), (x, o)
 
-    def loglik_bwd(res, g):
+    def loglik_bwd(cpu, res, g):
         x, o = res
-        return values_and_grad(x, o, g.astype(x.dtype))[1], None
+        return values_and_grad(cpu, x, o, g.astype(x.dtype))[1], None
 
     loglik.defvjp(loglik_fwd, loglik_bwd)
 
-    def sum_fwd(x, o, w):
-        v, g = values_and_grad(x, o, w.astype(x.dtype))
+    def sum_fwd(cpu, x, o, w):
+        v, g = values_and_grad(cpu, x, o, w.astype(x.dtype))
         w = w.astype(v.dtype)
         return (jnp.sum(jnp.where(w != 0, w * v, 0.0)), g), (g, v)
 
-    @jax.custom_vjp
-    def sum_and_grad(x, o, w):
-        return sum_fwd(x, o, w)[0]
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def sum_and_grad(cpu, x, o, w):
+        return sum_fwd(cpu, x, o, w)[0]
 
-    def sum_bwd(res, cts):
+    def sum_bwd(cpu, res, cts):
         g, v = res
         g_v, _ = cts  # the gradient output's own derivative is not implemented (as in numba)
         return g_v * g, None, g_v * v
 
     sum_and_grad.defvjp(sum_fwd, sum_bwd)
-    return loglik, sum_and_grad, values_and_grad
+    return (lambda x, o: loglik(use_cpu_kernel(), x, o),
+            lambda x, o, w: sum_and_grad(use_cpu_kernel(), x, o, w),
+            lambda x, o, w: values_and_grad(use_cpu_kernel(), x, o, w))

@@ -281,3 +281,23 @@ def test_float32_accuracy(family):
     assert total.dtype == jnp.float32 and grad.dtype == jnp.float32
     assert abs(float(total) - ref_total) <= 1e-5 * abs(ref_total)
     assert np.max(np.abs(np.asarray(grad, np.float64) - ref_grad)) <= 1e-4 * np.abs(ref_grad).max()
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_xla_only_covers_the_backward_pass(family):
+    """A function that calls the likelihood inside ``xla_only()`` and is differentiated outside
+    it (as the sharding recipe's ``model_logp_fn`` is) gets the XLA program in its backward
+    pass too: JAX traces that pass after the call, so the choice made in the forward pass is
+    carried to it (regression: the backward pass called the CPU kernel, and XLA gathered the
+    sharded orders onto one device for it)."""
+    build, _, params, _ = FAMILIES[family]
+    x = params(np.random.default_rng(9), 4)[0, 0]
+    orders = top_k_orders(4)[::3]
+    loglik = build(None)[0]
+
+    def f(x, o):
+        with xla_only():
+            return jnp.sum(loglik(x, o))
+
+    text = jax.jit(jax.grad(f)).lower(x, orders).as_text()
+    assert "custom_call" not in text
