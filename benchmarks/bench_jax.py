@@ -127,9 +127,9 @@ def meath_orders(path):
 
 
 def rankings(meath):
+    import pymc as pm
     import pytensor
     import pytensor.tensor as pt
-    import pymc as pm
 
     from pm_perm import PartialRanking, PlackettLuce
     from pm_perm.ops.partial_orders import partial_order_loglik_sum

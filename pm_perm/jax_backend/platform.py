@@ -5,8 +5,8 @@ likelihoods: on a CPU, pm_perm's numba kernels run as XLA FFI custom calls
 (:mod:`pm_perm.jax_backend.cpu_ffi`; as fast as the numba path); on every other platform (GPU,
 TPU), the XLA programs. Force the XLA programs on the CPU too with the environment variable
 ``PM_PERM_JAX_XLA=1`` or, in code, by tracing inside ``with xla_only():`` (the sharding recipe
-does, so that XLA can partition them over devices). Both are read when a function is traced, i.e. at its first call under
-``jax.jit``, not when it runs.
+does, so that XLA can partition them over devices). Both are read when a function is traced,
+i.e. at its first call under ``jax.jit``, not when it runs.
 """
 
 from __future__ import annotations
