@@ -1,6 +1,7 @@
 """First use: compile cost of the demo's matching model against a plain PyMC model, cold and warm.
 
-Run: ``.venv/bin/python benchmarks/bench_first_use.py [--repeats 2]``
+Run: ``.venv/bin/python benchmarks/bench_first_use.py [--repeats 2]``, or
+``.venv/bin/python benchmarks/bench_first_use.py --graphs [--cases exact,bethe,...]``
 
 For each model it runs, each in a FRESH Python subprocess:
 
@@ -13,6 +14,15 @@ compiled lazily), ``model.compile_logp()`` with one evaluation, ``model.compile_
 one evaluation, and ``pm.find_MAP()`` (which compiles its own value-and-gradient function).
 Wall time and CPU time (user + system of the process) of each step are printed; the machine may be
 shared, so the ratios of CPU times measured in the same run are the figures to compare.
+
+With ``--graphs`` it instead times, per distribution, the two graphs every user compiles: the
+log-probability with its gradient (``pytensor.function([params], [logp, grad])`` and one call)
+and a draw (``pytensor.function([params], rv)`` and one call), small parameters (a (4, 4)
+logits matrix, D = 5). Each graph is compiled in a FRESH subprocess with a NEW empty PyTensor
+cache and a WARM numba cache (the kernels' own compilation is not counted: one earlier process
+compiled them into a numba cache folder made for this run), next to plain PyMC references
+(``Dirichlet``, ``Categorical``) measured the same way in the same run. This is the cost that
+each new PyTensor graph (logp, dlogp, find_MAP, nutpie, prior / posterior predictive) pays.
 
 Models (same data size, d = 4 parameters):
 
@@ -97,22 +107,120 @@ def child(model_name, data_path):
     print("RESULT " + json.dumps(out))
 
 
-def run(model_name, cache_root, data_path):
+#: ``--graphs`` cases: name -> (what is built, in the child); references are plain PyMC.
+GRAPH_CASES = ("exact", "glynn", "bethe", "PartialRanking", "PlackettLuce",
+               "ConditionalBernoulli", "NChooseK", "OrdinalNChooseK")
+GRAPH_REFERENCES = ("Dirichlet", "Categorical")
+GRAPHS = ("logp+grad", "draw")
+
+
+def _graph_case(name):
+    """``(inputs, values of the inputs, rv, an observed value)`` of one ``--graphs`` case."""
+    import numpy as np
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    W = pt.tensor("W", shape=(4, 4))
+    x = pt.tensor("x", shape=(5,))
+    if name == "Dirichlet":
+        return [x], [np.zeros(5)], pm.Dirichlet.dist(pt.exp(x)), np.full(5, 0.2)
+    if name == "Categorical":
+        return [x], [np.zeros(5)], pm.Categorical.dist(logit_p=x), np.array(2)
+    import pm_perm
+
+    w0, x0 = np.zeros((4, 4)), np.zeros(5)
+    if name in ("exact", "glynn", "bethe"):
+        rv = pm_perm.PermutationExpFamily.dist(W, method=name)
+        return [W], [w0], rv, np.array([0, 1, 2, 3])
+    if name == "PartialRanking":
+        return [W], [w0], pm_perm.PartialRanking.dist(W), np.array([0, 1, -1, -1])
+    u = pt.tensor("u", shape=(4,))
+    if name == "PlackettLuce":
+        return [u], [np.zeros(4)], pm_perm.PlackettLuce.dist(u), np.array([0, 1, -1, -1])
+    y = np.array([0, 1, 1, 0, 0])
+    if name == "ConditionalBernoulli":
+        return [x], [x0], pm_perm.ConditionalBernoulli.dist(x, 2), y
+    if name == "NChooseK":
+        p = pt.tensor("p", shape=(6,))
+        return [x, p], [x0, np.full(6, 1 / 6)], pm_perm.NChooseK.dist(x, p), y
+    if name == "OrdinalNChooseK":
+        return ([x], [x0], pm_perm.OrdinalNChooseK.dist(x, counts=[2, 2, 1]),
+                np.array([0, 1, 1, 2, 0]))
+    raise ValueError(f"unknown case {name!r}")
+
+
+def graph_child(spec):
+    """Runs in the subprocess: compile and call the graphs of ``spec`` (``case:graph,...``),
+    timing each; one JSON line."""
+    import pymc as pm
+    import pytensor
+    import pytensor.tensor as pt
+
+    out = {}
+    for item in spec.split(","):
+        name, graph = item.split(":")
+        inputs, values, rv, value = _graph_case(name)
+        w0, c0 = _clock()
+        if graph == "draw":
+            f = pytensor.function(inputs, rv)
+        else:
+            lp = pm.logp(rv, value).sum()
+            f = pytensor.function(inputs, [lp, pt.grad(lp, inputs[0])])
+        f(*values)
+        w1, c1 = _clock()
+        out[item] = (w1 - w0, c1 - c0)
+    print("RESULT " + json.dumps(out))
+
+
+def _child_env(numba_dir, pytensor_dir):
     env = dict(os.environ)
-    env["NUMBA_CACHE_DIR"] = os.path.join(cache_root, "numba")
+    env["NUMBA_CACHE_DIR"] = numba_dir
     flags = env.get("PYTENSOR_FLAGS", "")
-    env["PYTENSOR_FLAGS"] = ",".join(
-        f for f in (flags, f"base_compiledir={os.path.join(cache_root, 'pytensor')}") if f
-    )
+    env["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, f"base_compiledir={pytensor_dir}") if f)
     env.setdefault("OMP_NUM_THREADS", "1")
-    proc = subprocess.run(
-        [sys.executable, __file__, "--child", model_name, "--data", data_path],
-        env=env, capture_output=True, text=True, check=False,
-    )
+    return env
+
+
+def _run_child(args, env):
+    proc = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True,
+                          text=True, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"{model_name} child failed:\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
     return json.loads(line[len("RESULT "):])
+
+
+def graphs_main(cases, repeats):
+    """The ``--graphs`` table: CPU seconds (wall in brackets) per graph, fresh PyTensor cache."""
+    names = [*cases, *GRAPH_REFERENCES]
+    items = [f"{n}:{g}" for n in names for g in GRAPHS]
+    with tempfile.TemporaryDirectory(prefix="pm_perm_first_use_graphs_") as root:
+        numba_dir = os.path.join(root, "numba")
+        w0, c0 = _clock()
+        _run_child(["--graph-child", ",".join(items)],
+                   _child_env(numba_dir, os.path.join(root, "warmup")))
+        w1, _ = _clock()
+        print(f"warm-up (numba kernels and every graph, one process): {w1 - w0:.1f} s wall")
+        results = {item: [] for item in items}
+        for r in range(repeats):
+            for item in items:
+                pytensor_dir = os.path.join(root, f"pytensor-{r}-{item.replace(':', '-')}")
+                res = _run_child(["--graph-child", item], _child_env(numba_dir, pytensor_dir))
+                results[item].append(res[item])
+    print(f"{'distribution':22s} " + " ".join(f"{g + ' CPU (wall) s':>24s}" for g in GRAPHS))
+    for n in names:
+        cells = []
+        for g in GRAPHS:
+            runs = results[f"{n}:{g}"]
+            cells.append(", ".join(f"{c:.2f} ({w:.2f})" for w, c in runs))
+        label = n + (" [PyMC]" if n in GRAPH_REFERENCES else "")
+        print(f"{label:22s} " + " ".join(f"{c:>24s}" for c in cells))
+    return results
+
+
+def run(model_name, cache_root, data_path):
+    env = _child_env(os.path.join(cache_root, "numba"), os.path.join(cache_root, "pytensor"))
+    return _run_child(["--child", model_name, "--data", data_path], env)
 
 
 def main(argv=None):
@@ -121,10 +229,19 @@ def main(argv=None):
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--data", help=argparse.SUPPRESS)
     p.add_argument("--models", default="matching,logistic")
+    p.add_argument("--graphs", action="store_true",
+                   help="per-distribution logp+grad and draw graphs (fresh PyTensor cache)")
+    p.add_argument("--cases", default=",".join(GRAPH_CASES), help="--graphs: which cases")
+    p.add_argument("--graph-child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child(args.child, args.data)
         return None
+    if args.graph_child:
+        graph_child(args.graph_child)
+        return None
+    if args.graphs:
+        return graphs_main(args.cases.split(","), args.repeats)
     data_dir = tempfile.TemporaryDirectory(prefix="pm_perm_first_use_data_")
     data_path = os.path.join(data_dir.name, "data.npz")
     make_data(data_path)

@@ -267,6 +267,10 @@ def checked_sample(model, *, var="theta", **kwargs):
         The variable whose draws are checked and summarised.
     **kwargs
         To ``pm.sample`` (``draws``, ``tune``, ``chains``, ``random_seed``, ``callback``, ...).
+        Without ``nuts_sampler`` (or with ``"pymc"``) PyMC's own NUTS runs (this function passes
+        ``pm.sample`` a callback, which keeps it from switching to nutpie); ``nuts_sampler=
+        "nutpie"`` (or a JAX sampler) runs that sampler, and then a ``callback`` is refused by
+        ``pm.sample``.
 
     Returns
     -------
@@ -309,6 +313,8 @@ def checked_sample(model, *, var="theta", **kwargs):
             raise KeyboardInterrupt
 
         previous = signal.signal(signal.SIGINT, on_sigint)
+    if user_callback is None and kwargs.get("nuts_sampler") not in (None, "pymc"):
+        callback = None  # nutpie / JAX samplers take no callback (Ctrl-C: the SIGINT handler)
     try:
         with model:
             idata = pm.sample(callback=callback, **kwargs)

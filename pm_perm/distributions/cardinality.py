@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from numba import types
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.compile.sharedvalue import SharedVariable
@@ -30,11 +31,24 @@ from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
     COUNT_PROBS_TOL,
+    DRAW_CONDITIONAL_BERNOULLI,
+    DRAW_ERRORS,
+    DRAW_NCHOOSEK,
+    DRAW_ORDINAL,
     _n_finite,
+    make_draw_kernel,
     nchoosek_marginals,
     sample_conditional_bernoulli_core,
     sample_nchoosek_core,
     sample_ordinal_core,
+)
+from pm_perm.ops._extern import (
+    StatusError,
+    bitgen_of,
+    c_contiguous_out,
+    copy_back,
+    extern_kernel,
+    value_errors,
 )
 from pm_perm.ops.cardinality import log_esp
 
@@ -265,16 +279,58 @@ class ConditionalBernoulli(pm.Discrete):
         )
 
 
+# PyTensor's compiled draws of the three distributions call one C kernel (see
+# pm_perm.ops._extern and pm_perm.kernels.cardinality.make_draw_kernel), drawing from the graph's
+# own Generator (pm_perm.kernels._bitgen).
+_DRAW = extern_kernel(
+    "pm_perm_cardinality_draw_kernel",
+    types.int64(types.CPointer(types.uint64), types.CPointer(types.float64), types.intp,
+                types.int64, types.CPointer(types.float64), types.intp,
+                types.CPointer(types.int64), types.intc),
+    make_draw_kernel(_VERSION),
+)
+
+
+class _DrawError(StatusError):
+    """Input errors of the draws (see :class:`StatusError`)."""
+
+    messages = value_errors(DRAW_ERRORS)
+
+
+_COUNT_PROBS_LENGTH = DRAW_ERRORS.index("count_probs must have D + 1 entries per row (k = 0..D)")
+
+
+def _draw_numba(which):
+    """``draw(rng, logits, k, count_probs (R, D + 1) or (D + 1,), out) -> out`` (D,) int64 in
+    compiled code (``which``: ``pm_perm.kernels.cardinality.DRAW_*``; ``out`` None: allocated);
+    raises ``ValueError``."""
+    kernel = _DRAW().external
+
+    @numba_basic.numba_njit
+    def draw(rng, logits, k, count_probs, out):
+        th, pk = np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
+        if out is None:
+            out = np.empty(th.shape[0], dtype=np.int64)
+        y = c_contiguous_out(out)
+        R = pk.shape[0] if pk.ndim == 2 else 1
+        bitgen = bitgen_of(rng)
+        status = kernel(bitgen.ctypes, th.ctypes, th.shape[0], k, pk.ctypes, R, y.ctypes, which)
+        if status != 0:
+            raise _DrawError(status)
+        return copy_back(out, y)
+
+    return draw
+
+
 @numba_core_rv_funcify.register(ConditionalBernoulliRV)
 def _numba_conditional_bernoulli(op, node):
-    @numba_basic.numba_njit
-    def core(rng, logits, k):
-        kk = np.int64(k)
-        th = np.ascontiguousarray(logits)
-        if kk < 0 or kk > _n_finite(th):
-            raise ValueError("ConditionalBernoulli: k must be in 0..number of finite logits")
-        return sample_conditional_bernoulli_core(rng, th, kk)
+    draw = _draw_numba(DRAW_CONDITIONAL_BERNOULLI)
 
+    @numba_basic.numba_njit
+    def core(rng, logits, k, out=None):
+        return draw(rng, logits, np.int64(k), logits, out)
+
+    core.handles_out = True
     return core, _VERSION
 
 
@@ -402,13 +458,15 @@ class NChooseK(pm.Discrete):
 
 @numba_core_rv_funcify.register(NChooseKRV)
 def _numba_n_choose_k(op, node):
+    draw = _draw_numba(DRAW_NCHOOSEK)
+
     @numba_basic.numba_njit
-    def core(rng, logits, count_probs):
+    def core(rng, logits, count_probs, out=None):
         if count_probs.shape[0] != logits.shape[0] + 1:
             raise ValueError("NChooseK: count_probs must have D + 1 entries")
-        th, pk = np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
-        return sample_nchoosek_core(rng, th, pk)
+        return draw(rng, logits, 0, count_probs, out)
 
+    core.handles_out = True
     return core, _VERSION
 
 
@@ -651,15 +709,18 @@ def _static_levels(kwargs):
 
 @numba_core_rv_funcify.register(OrdinalNChooseKRV)
 def _numba_ordinal_n_choose_k(op, node):
+    draw = _draw_numba(DRAW_ORDINAL)
+
     @numba_basic.numba_njit
-    def core(rng, logits, count_probs, use_prior):
+    def core(rng, logits, count_probs, use_prior, out=None):
         if np.int64(use_prior) == 0:
             raise ValueError(
                 "OrdinalNChooseK without counts= or count_probs= cannot be drawn from: pass "
                 "counts= or count_probs="
             )
-        return sample_ordinal_core(
-            rng, np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
-        )
+        if count_probs.shape[1] != logits.shape[0] + 1:
+            raise _DrawError(_COUNT_PROBS_LENGTH)
+        return draw(rng, logits, 0, count_probs, out)
 
+    core.handles_out = True
     return core, _VERSION

@@ -19,9 +19,10 @@ from pytensor.tensor.random.op import RandomVariable
 from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
 from pm_perm.distributions._values import integer_rows
 from pm_perm.distributions.cardinality import _select_last
+from pm_perm.distributions.permutation import permutation_draw_numba
 from pm_perm.kernels._version import code_version
-from pm_perm.kernels.partial_orders import check_partial_order_size, keep_top_k
-from pm_perm.kernels.permanent import sample_permutation_core, sample_permutations
+from pm_perm.kernels.partial_orders import check_partial_order_size
+from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.partial_orders import partial_order_loglik
@@ -83,9 +84,10 @@ partial_ranking = PartialRankingRV()
 @numba_core_rv_funcify.register(PartialRankingRV)
 def _numba_partial_ranking(op, node):
     tol = _SIMPLEX_TOL
+    draw = permutation_draw_numba()  # the exact sampler's C kernel (see pm_perm.ops._extern)
 
     @numba_basic.numba_njit
-    def core_draw(rng, logits, weights, length_probs):
+    def core_draw(rng, logits, weights, length_probs, out=None):
         M = logits.shape[0]
         w = weights.item()
         if not (w >= 0 and w == np.floor(w)):
@@ -93,7 +95,7 @@ def _numba_partial_ranking(op, node):
         L = length_probs.shape[0]
         if L != 0 and L != M + 1:
             raise ValueError("PartialRanking: length_probs must have M + 1 entries")
-        y = sample_permutation_core(rng, np.ascontiguousarray(logits))
+        y = draw(rng, logits, np.empty(M, dtype=np.int64) if out is None else out)
         if L:
             total = 0.0
             for k in range(L):
@@ -108,9 +110,12 @@ def _numba_partial_ranking(op, node):
             while k < M and acc <= u:
                 k += 1
                 acc += length_probs[k]
-            keep_top_k(y, k)
+            for i in range(M):  # rank form of the top k: positions >= k are unranked
+                if y[i] >= k:
+                    y[i] = -1
         return y
 
+    core_draw.handles_out = True
     return core_draw, _VERSION
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from numba import types
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import maybe_resize, rv_size_is_none
 from pymc.logprob.abstract import _logprob
@@ -21,22 +22,33 @@ from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.glynn import (
+    GLYNN_DRAW_ERRORS,
     check_glynn_size,
     ensure_parallel_runtime,
-    glynn_sample_permutation_core,
     glynn_sample_permutations,
+    make_glynn_draw_kernel,
 )
 from pm_perm.kernels.huber_law import (
-    HUBER_LAW_MAX_M,
+    HL_BAD_LOGITS,
+    HL_NOT_ACCEPTED,
+    HL_TOO_LARGE,
     HuberLawTrialsExceeded,
-    _scale_core,
     huber_law_sample,
-    huber_law_sample_core,
+    make_huber_law_draw_kernel,
 )
 from pm_perm.kernels.permanent import (
+    DRAW_ERRORS,
     check_exact_size,
-    sample_permutation_core,
+    make_draw_kernel,
     sample_permutations,
+)
+from pm_perm.ops._extern import (
+    StatusError,
+    bitgen_of,
+    c_contiguous_out,
+    copy_back,
+    extern_kernel,
+    value_errors,
 )
 from pm_perm.ops.bethe import bethe_log_permanent
 from pm_perm.ops.matching import max_weight_matching
@@ -98,12 +110,77 @@ class PermutationExpFamilyRV(RandomVariable):
 permutation_exp_family = PermutationExpFamilyRV()
 
 
+# ----------------------------------------------------------------------------- numba draws
+# PyTensor's compiled draws call the samplers through C symbols (see pm_perm.ops._extern): their
+# code (sampler table, Hungarian check, Glynn, Huber-Law) is compiled once per numba cache, not
+# again inside every PyTensor function that draws. The kernels draw from the graph's own
+# Generator (pm_perm.kernels._bitgen), so seeded draws are those of the Python samplers.
+
+_U64_PTR = types.CPointer(types.uint64)
+_F64_PTR = types.CPointer(types.float64)
+_I64_PTR = types.CPointer(types.int64)
+_DRAW_SIGNATURE = types.int64(_U64_PTR, _F64_PTR, types.intp, types.intp, _I64_PTR)
+_DRAW = {
+    "dp": extern_kernel("pm_perm_permutation_draw_kernel", _DRAW_SIGNATURE,
+                        make_draw_kernel(_VERSION)),
+    "glynn": extern_kernel("pm_perm_glynn_draw_kernel", _DRAW_SIGNATURE,
+                           make_glynn_draw_kernel(_VERSION)),
+}
+
+
+class _DrawError(StatusError):
+    """Input errors of the exact sampler (see :class:`StatusError`)."""
+
+    messages = value_errors(DRAW_ERRORS)
+
+
+class _GlynnDrawError(StatusError):
+    """Errors of the Glynn sampler (see :class:`StatusError`)."""
+
+    messages = value_errors(GLYNN_DRAW_ERRORS)
+
+
+def _draw_numba(method, error):
+    kernel = _DRAW[method]().external
+
+    @numba_basic.numba_njit
+    def draw(rng, W, out):
+        Wc = np.ascontiguousarray(W)
+        y = c_contiguous_out(out)
+        bitgen = bitgen_of(rng)
+        status = kernel(bitgen.ctypes, Wc.ctypes, Wc.shape[0], Wc.shape[1], y.ctypes)
+        if status != 0:
+            raise error(status)
+        return copy_back(out, y)
+
+    return draw
+
+
+def permutation_draw_numba():
+    """``draw(rng, W, out) -> out`` in compiled code: one exact draw by the subset DP's sampler
+    into ``out`` (M,) int64; raises ``ValueError`` (``pm_perm.kernels.permanent.DRAW_ERRORS``)
+    for a non-square matrix, M beyond ``EXACT_MAX_M``, NaN or ``+inf`` logits, or
+    ``perm(exp W) = 0``."""
+    return _draw_numba("dp", _DrawError)
+
+
+def _glynn_draw_numba():
+    """``draw(rng, W, out) -> out`` by Glynn's formula (errors: ``GLYNN_DRAW_ERRORS``)."""
+    ensure_parallel_runtime()  # before numba loads the cached callable (see kernels.glynn)
+    return _draw_numba("glynn", _GlynnDrawError)
+
+
 @numba_core_rv_funcify.register(PermutationExpFamilyRV)
 def _numba_permutation_exp_family(op, node):
-    @numba_basic.numba_njit
-    def core_draw(rng, logits):
-        return sample_permutation_core(rng, np.ascontiguousarray(logits))
+    draw = permutation_draw_numba()
 
+    @numba_basic.numba_njit
+    def core_draw(rng, logits, out=None):
+        if out is None:
+            out = np.empty(logits.shape[0], dtype=np.int64)
+        return draw(rng, logits, out)
+
+    core_draw.handles_out = True
     return core_draw, _VERSION
 
 
@@ -135,29 +212,53 @@ class PermutationExpFamilyBetheRV(PermutationExpFamilyRV):
 permutation_exp_family_bethe = PermutationExpFamilyBetheRV()
 
 
+_HUBER_LAW_DRAW = extern_kernel(
+    "pm_perm_huber_law_draw_kernel",
+    types.int64(_U64_PTR, _F64_PTR, types.intp, types.int64, _I64_PTR),
+    make_huber_law_draw_kernel(_VERSION),
+)
+
+
+class _HuberLawDrawError(StatusError):
+    """Errors of the Huber-Law draws (see :class:`StatusError`); statuses of
+    :func:`pm_perm.kernels.huber_law.make_huber_law_draw_kernel`, then the square check."""
+
+    messages = (
+        (ValueError, ""),
+        (ValueError, "M is beyond the Huber-Law sampler's limit HUBER_LAW_MAX_M"),
+        (ValueError, "logits contain NaN, +inf or a finite value beyond 1e300"),
+        (RuntimeError, _BUDGET_MSG.replace("{", "{{").replace("}", "}}")),
+        (ValueError, "logits must be a square (M, M) matrix"),
+    )
+
+
+_NOT_SQUARE = 4
+assert (HL_TOO_LARGE, HL_BAD_LOGITS, HL_NOT_ACCEPTED) == (1, 2, 3)  # the messages above
+
+
 @numba_core_rv_funcify.register(PermutationExpFamilyBetheRV)
 def _numba_permutation_exp_family_bethe(op, node):
     max_work = op.max_work
     max_trials_cap = HUBER_LAW_MAX_TRIALS
-    max_m = HUBER_LAW_MAX_M
-    budget_msg = _BUDGET_MSG
+    kernel = _HUBER_LAW_DRAW().external
 
     @numba_basic.numba_njit
-    def core_draw(rng, logits):
+    def core_draw(rng, logits, out=None):
         M = logits.shape[0]
-        if M > max_m:
-            raise ValueError("M is beyond the Huber-Law sampler's limit HUBER_LAW_MAX_M")
-        for i in range(M):
-            for j in range(M):
-                if not (abs(logits[i, j]) <= LOGIT_ABS_MAX or logits[i, j] == -np.inf):
-                    raise ValueError("logits contain NaN, +inf or a finite value beyond 1e300")
-        A, _ = _scale_core(np.ascontiguousarray(logits), 20)
+        if logits.shape[1] != M:
+            raise _HuberLawDrawError(_NOT_SQUARE)
+        if out is None:
+            out = np.empty(M, dtype=np.int64)
+        W = np.ascontiguousarray(logits)
         max_trials = max(1, min(max_trials_cap, max_work // max(1, M * M)))
-        out, acc, trials, status = huber_law_sample_core(rng, A, 1, max_trials)
+        y = c_contiguous_out(out)
+        bitgen = bitgen_of(rng)
+        status = kernel(bitgen.ctypes, W.ctypes, M, max_trials, y.ctypes)
         if status != 0:
-            raise RuntimeError(budget_msg)
-        return out[0]
+            raise _HuberLawDrawError(status)
+        return copy_back(out, y)
 
+    core_draw.handles_out = True
     return core_draw, (_VERSION * 1_000_003 + max_work) % (1 << 62)  # cache key per budget
 
 
@@ -183,15 +284,18 @@ permutation_exp_family_glynn = PermutationExpFamilyGlynnRV()
 @numba_core_rv_funcify.register(PermutationExpFamilyGlynnRV)
 def _numba_permutation_exp_family_glynn(op, node):
     max_dp = exact_max_m()
-    ensure_parallel_runtime()  # before PyTensor loads a cached graph calling the Glynn kernel
+    dp_draw = permutation_draw_numba()
+    glynn_draw = _glynn_draw_numba()
 
     @numba_basic.numba_njit
-    def core_draw(rng, logits):
-        W = np.ascontiguousarray(logits)
-        if W.shape[0] <= max_dp:
-            return sample_permutation_core(rng, W)
-        return glynn_sample_permutation_core(rng, W)
+    def core_draw(rng, logits, out=None):
+        if out is None:
+            out = np.empty(logits.shape[0], dtype=np.int64)
+        if logits.shape[0] <= max_dp:
+            return dp_draw(rng, logits, out)
+        return glynn_draw(rng, logits, out)
 
+    core_draw.handles_out = True
     return core_draw, (_VERSION * 1_000_003 + max_dp) % (1 << 62)  # cache key per DP limit
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from numba import types
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.compile.sharedvalue import SharedVariable
@@ -20,11 +21,20 @@ from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
 from pm_perm.distributions._values import integer_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
+    PL_DRAW_ERRORS,
     check_length_probs,
+    make_plackett_luce_draw_kernel,
     sample_plackett_luce,
-    sample_plackett_luce_core,
 )
 from pm_perm.kernels.rank_form import validate_orders
+from pm_perm.ops._extern import (
+    StatusError,
+    bitgen_of,
+    c_contiguous_out,
+    copy_back,
+    extern_kernel,
+    value_errors,
+)
 from pm_perm.ops.plackett_luce import plackett_luce_loglik
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -70,16 +80,46 @@ class PlackettLuceRV(RandomVariable):
 plackett_luce = PlackettLuceRV()
 
 
+# PyTensor's compiled draws call the sampler through a C symbol (see pm_perm.ops._extern),
+# drawing from the graph's own Generator (pm_perm.kernels._bitgen).
+_DRAW = extern_kernel(
+    "pm_perm_plackett_luce_draw_kernel",
+    types.int64(types.CPointer(types.uint64), types.CPointer(types.float64), types.intp,
+                types.CPointer(types.float64), types.intp, types.CPointer(types.int64)),
+    make_plackett_luce_draw_kernel(_VERSION),
+)
+
+
+class _DrawError(StatusError):
+    """Input errors of the draws (see :class:`StatusError`): the sampler's, then the weights'."""
+
+    messages = value_errors(
+        [*PL_DRAW_ERRORS, "weights must be non-negative integers (ballots per distinct order)"])
+
+
+_BAD_WEIGHTS = len(PL_DRAW_ERRORS)
+
+
 @numba_core_rv_funcify.register(PlackettLuceRV)
 def _numba_plackett_luce(op, node):
+    kernel = _DRAW().external
+
     @numba_basic.numba_njit
-    def core_draw(rng, utilities, weights, length_probs):
+    def core_draw(rng, utilities, weights, length_probs, out=None):
         w = np.float64(weights)
         if not (w >= 0.0 and w == np.round(w)):
-            raise ValueError("weights must be non-negative integers (ballots per distinct order)")
-        return sample_plackett_luce_core(rng, np.ascontiguousarray(utilities),
-                                         np.ascontiguousarray(length_probs))
+            raise _DrawError(_BAD_WEIGHTS)
+        u, lp = np.ascontiguousarray(utilities), np.ascontiguousarray(length_probs)
+        if out is None:
+            out = np.empty(u.shape[0], dtype=np.int64)
+        y = c_contiguous_out(out)
+        bitgen = bitgen_of(rng)
+        status = kernel(bitgen.ctypes, u.ctypes, u.shape[0], lp.ctypes, lp.shape[0], y.ctypes)
+        if status != 0:
+            raise _DrawError(status)
+        return copy_back(out, y)
 
+    core_draw.handles_out = True
     return core_draw, _VERSION
 
 

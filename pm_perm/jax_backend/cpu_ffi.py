@@ -45,8 +45,7 @@ from numba import carray, types
 from numba.extending import intrinsic
 
 from pm_perm._numba import cfunc, njit
-from pm_perm.kernels._checks import finite_or_minus_inf
-from pm_perm.kernels.bethe import bethe_core
+from pm_perm.kernels.bethe import BETHE_NOT_CONVERGED, bethe_checked_into
 from pm_perm.kernels.cardinality import (
     conditional_covariance_dot_core,
     log_esp_and_marginals_core,
@@ -198,18 +197,11 @@ def _bethe_handler(frame_ptr):
     n = _buffer(rets[0])[2]
     values, G = np.empty(n), np.empty(W.size)
     for b in range(n):
+        Gb = G[b * M * M:(b + 1) * M * M].reshape(M, M)
         Wb = np.ascontiguousarray(W[b * M * M:(b + 1) * M * M].reshape(M, M))
-        Gb = G[b * M * M:(b + 1) * M * M]
-        if not finite_or_minus_inf(Wb):
-            values[b], Gb[:] = np.nan, np.nan
-            continue
-        v, g, _, err = bethe_core(Wb, tol, max_iter)
-        if v == -np.inf:  # no permutation: -inf and zero beliefs, as the XLA loop gives
-            values[b], Gb[:] = v, 0.0
-        elif err <= tol:
-            values[b], Gb[:] = v, g.ravel()
-        else:  # not converged: NaN, as documented for the JAX path (a sampler rejects it)
-            values[b], Gb[:] = np.nan, np.nan
+        status, values[b] = bethe_checked_into(Wb, tol, max_iter, Gb)
+        if status == BETHE_NOT_CONVERGED:  # NaN, as documented for the JAX path (a sampler
+            values[b], Gb[:, :] = np.nan, np.nan  # rejects it); no permutation: -inf, zeros
     _store(rets[0], values)
     _store(rets[1], G)
     return 0

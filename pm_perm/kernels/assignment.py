@@ -14,10 +14,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import carray
 
 from pm_perm._numba import njit
+from pm_perm.kernels._checks import LOGIT_ABS_MAX
 
-__all__ = ["dual_scaled", "max_weight_assignment_core"]
+__all__ = [
+    "MATCHING_ERRORS",
+    "dual_scaled",
+    "make_matching_kernel",
+    "matching_into",
+    "max_weight_assignment_core",
+]
 
 
 @njit(cache=True)
@@ -93,7 +101,7 @@ def max_weight_assignment_core(W):
     return col_of_row, u[1:], v[1:], True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dual_scaled(W):
     """Scale by the assignment duals: returns ``(B, log_shift, feasible)``.
 
@@ -112,3 +120,44 @@ def dual_scaled(W):
             if w != -np.inf:
                 B[i, j] = math.exp(min(w + u[i] + v[j], 0.0))
     return B, -(u.sum() + v.sum()), True
+
+
+#: Messages of :func:`matching_into`'s errors, indexed by its status.
+MATCHING_ERRORS = (
+    "",
+    "logits contain NaN, +inf or a finite value beyond 1e300: no max-weight matching",
+    "logits have no perfect matching avoiding their -inf entries",
+)
+
+
+@njit(cache=True)
+def matching_into(W, out):
+    """Max-weight perfect matching of logits ``W`` (M, M) into ``out`` (M,) int64
+    (``out[i]`` the column matched to row ``i``); returns 0, or the index in
+    ``MATCHING_ERRORS`` of the error (NaN, ``+inf`` or finite logits beyond 1e300; no
+    perfect matching avoiding the ``-inf`` entries)."""
+    M = W.shape[0]
+    for i in range(M):
+        for j in range(M):
+            if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
+                return 1
+    y, _, _, feasible = max_weight_assignment_core(W)
+    if not feasible:
+        return 2
+    out[:] = y
+    return 0
+
+
+def make_matching_kernel(version):
+    """Body of the C callable of the ``MaxWeightMatching`` Op (``numba.cfunc``, see
+    :mod:`pm_perm.ops._extern`): ``matching_kernel(w, m, out)`` runs :func:`matching_into` on
+    the C-contiguous (m, m) float64 logits at ``w`` and the (m,) int64 array at ``out``.
+    ``version`` keys numba's cache as in :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    """
+
+    def matching_kernel(w, m, out):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        return matching_into(carray(w, (m, m)), carray(out, m))
+
+    return matching_kernel

@@ -47,20 +47,26 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import carray
 
 from pm_perm._numba import njit
-from pm_perm.kernels._checks import as_square_logits
+from pm_perm.kernels._checks import as_square_logits, finite_or_minus_inf
 from pm_perm.kernels.assignment import dual_scaled
 from pm_perm.kernels.bethe_newton import NEWTON_MAX_M, newton_kkt
 from pm_perm.kernels.bethe_vertex import vertex_certificate
 
 __all__ = [
     "BETHE_MAX_M",
+    "BETHE_NOT_CONVERGED",
+    "BETHE_NO_PERMUTATION",
+    "BETHE_OK",
     "BetheConvergenceError",
+    "bethe_checked_into",
     "bethe_core",
     "bethe_log_permanent",
     "bethe_log_permanent_and_marginals",
     "bethe_marginals",
+    "make_bethe_op_kernel",
 ]
 
 #: Sweeps of damped BP (damping 0.5) tried when undamped BP has not converged in 500 sweeps,
@@ -301,6 +307,53 @@ def bethe_core(W2, tol, max_iter):
         G[:, :] = best_G
         err = best_err
     return _bethe_value(B, G, M) + shift, G, n_total, err
+
+
+#: Status codes of :func:`bethe_checked_into`.
+BETHE_OK, BETHE_NO_PERMUTATION, BETHE_NOT_CONVERGED = 0, 1, 2
+
+
+@njit(cache=True)
+def bethe_checked_into(W, tol, max_iter, out):
+    """``(status, log perm_B)`` of one C-contiguous (M, M) float64 matrix, beliefs into ``out``
+    (M, M): the body of the C kernels (:func:`make_bethe_op_kernel`, the JAX backend's XLA FFI
+    handler), which cannot raise, so the caller decides from ``status``.
+
+    NaN, ``+inf`` or finite logits beyond ``LOGIT_ABS_MAX``: ``BETHE_OK`` with NaN value and
+    beliefs. No permutation of finite weight: ``BETHE_NO_PERMUTATION``, ``-inf`` and zero beliefs.
+    Fixed point not reached within ``max_iter`` sweeps to ``tol``: ``BETHE_NOT_CONVERGED`` with
+    the best value and beliefs found.
+    """
+    if not finite_or_minus_inf(W):
+        out[:, :] = np.nan
+        return BETHE_OK, np.nan
+    v, g, _, err = bethe_core(W, tol, max_iter)
+    out[:, :] = g
+    if v == -math.inf:
+        return BETHE_NO_PERMUTATION, v
+    if not (err <= tol):
+        return BETHE_NOT_CONVERGED, v
+    return BETHE_OK, v
+
+
+def make_bethe_op_kernel(version):
+    """Body of the C callable that the Bethe Ops call (``numba.cfunc``, see
+    :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, tol, max_iter, value, beliefs)`` runs
+    :func:`bethe_checked_into` on the C-contiguous (m, m) float64 matrix at ``w``, writes
+    ``log perm_B`` to ``value[0]`` and the beliefs to the (m, m) matrix at ``beliefs``, and
+    returns the status. ``version`` keys numba's cache as in
+    :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    """
+
+    def op_kernel(w, m, tol, max_iter, value, beliefs):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        status, v = bethe_checked_into(carray(w, (m, m)), tol, max_iter,
+                                       carray(beliefs, (m, m)))
+        value[0] = v
+        return status
+
+    return op_kernel
 
 
 @njit(cache=True)

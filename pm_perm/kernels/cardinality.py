@@ -41,8 +41,10 @@ import math
 
 import numpy as np
 import scipy.fft
+from numba import carray
 
 from pm_perm._numba import njit
+from pm_perm.kernels._bitgen import generator_at
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array
 
 __all__ = [
@@ -57,8 +59,20 @@ __all__ = [
     "log_esp_core",
     "log_esp_and_marginals_core",
     "conditional_covariance_dot_core",
+    "make_esp_op_kernel",
+    "ESP_VALUE",
+    "ESP_MARGINALS",
+    "ESP_COVARIANCE_DOT",
     "log_esp_all_core",
     "sample_conditional_bernoulli_core",
+    "draw_conditional_bernoulli_into",
+    "draw_nchoosek_into",
+    "draw_ordinal_into",
+    "make_draw_kernel",
+    "DRAW_ERRORS",
+    "DRAW_CONDITIONAL_BERNOULLI",
+    "DRAW_NCHOOSEK",
+    "DRAW_ORDINAL",
     "COUNT_PROBS_TOL",
     "sample_nchoosek_core",
     "sample_ordinal_core",
@@ -426,25 +440,74 @@ def conditional_covariance_dot_core(theta, k, v):
     return out
 
 
+#: ``mode`` of the C kernel of :func:`make_esp_op_kernel`.
+ESP_VALUE, ESP_MARGINALS, ESP_COVARIANCE_DOT = 0, 1, 2
+
+
+def make_esp_op_kernel(version):
+    """Body of the C callable that the conditional-Bernoulli Ops call (``numba.cfunc``, see
+    :mod:`pm_perm.ops._extern`): ``op_kernel(theta, d, k, v, out, mode)`` for the C-contiguous
+    (d,) float64 logits at ``theta`` and the count ``k`` returns ``log e_k(exp theta)``
+    (:func:`log_esp_core`, ``mode == ESP_VALUE``) or writes to the (d,) array at ``out`` the
+    marginals (``ESP_MARGINALS``, returning the value as :func:`log_esp_and_marginals_core`)
+    or ``Cov(y | k) @ v`` for the (d,) array at ``v`` (``ESP_COVARIANCE_DOT``, returning 0;
+    :func:`conditional_covariance_dot_core`). Pointers a mode does not use are not touched.
+    ``version`` keys numba's cache as in :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    """
+
+    def op_kernel(theta, d, k, v, out, mode):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return np.nan
+        th = carray(theta, d)
+        if mode == ESP_VALUE:
+            return log_esp_core(th, k)
+        if mode == ESP_MARGINALS:
+            value, marginals = log_esp_and_marginals_core(th, k)
+            carray(out, d)[:] = marginals
+            return value
+        carray(out, d)[:] = conditional_covariance_dot_core(th, k, carray(v, d))
+        return 0.0
+
+    return op_kernel
+
+
+#: Messages of the samplers' input errors, indexed by the status of their ``draw_*_into``.
+DRAW_ERRORS = (
+    "",
+    "logits contain NaN, +inf or a finite value beyond 1e300",
+    "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)",
+    "count_probs must have D + 1 entries per row (k = 0..D)",
+    "count_probs must be non-negative and finite (no NaN)",
+    "count_probs rows must sum to 1 (within 1e-6): a simplex over k",
+    "NChooseK: drew a count larger than the number of finite logits",
+    "count prior puts zero mass on counts that sum to D",
+    "more items requested at a level than have finite logits",
+    "ConditionalBernoulli: k must be in 0..number of finite logits",
+)
+_K_OUT_OF_RANGE = 9
+
+
 @njit(cache=True)
-def sample_conditional_bernoulli_core(rng, theta, k):
-    """One exact draw of binary ``y`` (D,) int64 with ``sum y = k`` from ``p(y | k)``.
+def draw_conditional_bernoulli_into(rng, theta, k, y):
+    """One exact draw of binary ``y`` (D,) int64 (overwritten) with ``sum y = k`` from
+    ``p(y | k)``; returns 0, or 1 (``DRAW_ERRORS``) for NaN, ``+inf`` or finite logits beyond
+    1e300.
 
     Walks the checkpointed suffix table: ``p(y_d = 1 | r left) = p_d G_{>d}[r-1] / G_{>=d}[r]``.
     ``k`` must be feasible (0 <= k <= number of finite logits); the caller checks.
     """
     D = theta.shape[0]
     if _invalid(theta):
-        raise ValueError("logits contain NaN, +inf or a finite value beyond 1e300")
-    y = np.zeros(D, dtype=np.int64)
+        return 1
+    y[:] = 0
     n_fin = _n_finite(theta)
     if k <= 0:
-        return y
+        return 0
     if k >= n_fin:
         for d in range(D):
             if theta[d] != -np.inf:
                 y[d] = 1
-        return y
+        return 0
     c = _tilt(theta, k, n_fin)
     p, r, _ = _tilted_probs(theta, c, k)
     B = max(1, int(math.ceil(math.sqrt(D))))
@@ -471,6 +534,21 @@ def sample_conditional_bernoulli_core(rng, theta, k):
             if on:
                 y[d] = 1
                 left -= 1
+    return 0
+
+
+@njit(cache=True)
+def _raise_draw_error(status):
+    if status != 0:
+        raise ValueError(DRAW_ERRORS[status])
+
+
+@njit(cache=True)
+def sample_conditional_bernoulli_core(rng, theta, k):
+    """One exact draw of binary ``y`` (D,) int64 with ``sum y = k`` from ``p(y | k)``
+    (:func:`draw_conditional_bernoulli_into`); raises ``ValueError`` for invalid logits."""
+    y = np.empty(theta.shape[0], dtype=np.int64)
+    _raise_draw_error(draw_conditional_bernoulli_into(rng, theta, k, y))
     return y
 
 
@@ -556,36 +634,48 @@ COUNT_PROBS_TOL = 1e-6
 
 
 @njit(cache=True)
-def _check_count_probs(theta, count_probs):
+def _count_probs_status(theta, count_probs):
     """The parameter checks of ``NChooseK`` / ``OrdinalNChooseK``'s logp, for their samplers:
     logits -inf or finite within ``LOGIT_ABS_MAX``; every row of ``count_probs`` (R, D + 1) has
-    D + 1 entries, all >= 0 (no NaN), summing to 1 within ``COUNT_PROBS_TOL``."""
+    D + 1 entries, all >= 0 (no NaN), summing to 1 within ``COUNT_PROBS_TOL``. Returns 0 or the
+    index in ``DRAW_ERRORS`` of the first failed check."""
     if _invalid(theta):
-        raise ValueError("logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)")
+        return 2
     if count_probs.shape[1] != theta.shape[0] + 1:
-        raise ValueError("count_probs must have D + 1 entries per row (k = 0..D)")
+        return 3
     for r in range(count_probs.shape[0]):
         total = 0.0
         for j in range(count_probs.shape[1]):
             p = count_probs[r, j]
             if not (p >= 0.0) or p == np.inf:
-                raise ValueError("count_probs must be non-negative and finite (no NaN)")
+                return 4
             total += p
         if not (abs(total - 1.0) < COUNT_PROBS_TOL):
-            raise ValueError("count_probs rows must sum to 1 (within 1e-6): a simplex over k")
+            return 5
+    return 0
+
+
+@njit(cache=True)
+def draw_nchoosek_into(rng, theta, count_probs, y):
+    """One draw of ``NChooseK`` into ``y`` (D,) int64: ``k ~ count_probs`` (D + 1,), then
+    ``y | k`` exactly. Validates its parameters exactly as ``NChooseK``'s logp does; returns 0
+    or the index in ``DRAW_ERRORS`` of the error."""
+    status = _count_probs_status(theta, count_probs.reshape(1, -1))
+    if status != 0:
+        return status
+    k = _draw_categorical(rng, count_probs)
+    if k > _n_finite(theta):
+        return 6
+    return draw_conditional_bernoulli_into(rng, theta, k, y)
 
 
 @njit(cache=True)
 def sample_nchoosek_core(rng, theta, count_probs):
-    """One draw of ``NChooseK``: ``k ~ count_probs`` (D + 1,), then ``y | k`` exactly.
-
-    Validates its parameters exactly as ``NChooseK``'s logp does (:func:`_check_count_probs`).
-    """
-    _check_count_probs(theta, count_probs.reshape(1, -1))
-    k = _draw_categorical(rng, count_probs)
-    if k > _n_finite(theta):
-        raise ValueError("NChooseK: drew a count larger than the number of finite logits")
-    return sample_conditional_bernoulli_core(rng, theta, k)
+    """One draw of ``NChooseK`` (:func:`draw_nchoosek_into`); raises ``ValueError`` for
+    parameters its logp refuses."""
+    y = np.empty(theta.shape[0], dtype=np.int64)
+    _raise_draw_error(draw_nchoosek_into(rng, theta, count_probs, y))
+    return y
 
 
 @njit(cache=True)
@@ -608,22 +698,25 @@ def constrained_count_table(count_probs):
 
 
 @njit(cache=True)
-def sample_ordinal_core(rng, theta, count_probs):
-    """One draw of ordinal labels ``y`` (D,) in 0..R-1 (0 = least relevant).
+def draw_ordinal_into(rng, theta, count_probs, y):
+    """One draw of ordinal labels into ``y`` (D,) int64 in 0..R-1 (0 = least relevant).
 
     Draws ``k`` from ``prod_r count_probs[r, k_r]`` restricted to ``sum k = D`` (backwards
     through :func:`constrained_count_table`), then for r = R-1 down to 1 picks ``k_r`` of the
     still unlabelled items from the conditional Bernoulli; the rest get label 0. Items with a
-    ``-inf`` logit are never picked at a level >= 1. Raises if no count vector is feasible, and
-    validates the parameters exactly as ``OrdinalNChooseK``'s logp does (each row a simplex).
+    ``-inf`` logit are never picked at a level >= 1. Validates the parameters exactly as
+    ``OrdinalNChooseK``'s logp does (each row a simplex); returns 0, or the index in
+    ``DRAW_ERRORS`` of the error (also when no count vector is feasible).
     """
     D = theta.shape[0]
     R = count_probs.shape[0]
-    _check_count_probs(theta, count_probs)
+    status = _count_probs_status(theta, count_probs)
+    if status != 0:
+        return status
     T = constrained_count_table(count_probs)
     if not (T[R - 1, D] > 0.0):
-        raise ValueError("count prior puts zero mass on counts that sum to D")
-    y = np.zeros(D, dtype=np.int64)
+        return 7
+    y[:] = 0
     left = D
     avail = np.ones(D, dtype=np.bool_)
     w = np.empty(D + 1)
@@ -639,13 +732,56 @@ def sample_ordinal_core(rng, theta, count_probs):
             if avail[d]:
                 sub[d] = theta[d]
         if kr > _n_finite(sub):
-            raise ValueError("more items requested at a level than have finite logits")
-        pick = sample_conditional_bernoulli_core(rng, sub, kr)
+            return 8
+        pick = np.empty(D, dtype=np.int64)
+        draw_conditional_bernoulli_into(rng, sub, kr, pick)  # 0: sub holds theta or -inf
         for d in range(D):
             if pick[d] == 1:
                 y[d] = lev
                 avail[d] = False
+    return 0
+
+
+@njit(cache=True)
+def sample_ordinal_core(rng, theta, count_probs):
+    """One draw of ordinal labels ``y`` (D,) (:func:`draw_ordinal_into`); raises
+    ``ValueError`` for parameters its logp refuses or when no count vector is feasible."""
+    y = np.empty(theta.shape[0], dtype=np.int64)
+    _raise_draw_error(draw_ordinal_into(rng, theta, count_probs, y))
     return y
+
+
+#: ``which`` of the C kernel of :func:`make_draw_kernel`.
+DRAW_CONDITIONAL_BERNOULLI, DRAW_NCHOOSEK, DRAW_ORDINAL = 0, 1, 2
+
+
+def make_draw_kernel(version):
+    """Body of the C callable that PyTensor's draws of ``ConditionalBernoulli``, ``NChooseK``
+    and ``OrdinalNChooseK`` call (``numba.cfunc``, see :mod:`pm_perm.ops._extern`):
+    ``draw_kernel(bitgen, theta, d, k, count_probs, r, out, which)`` draws with the caller's
+    random stream (numpy's ``bitgen_t`` at ``bitgen``, :mod:`pm_perm.kernels._bitgen`) into the
+    (d,) int64 array at ``out``, for the C-contiguous (d,) float64 logits at ``theta``: with
+    ``which == DRAW_CONDITIONAL_BERNOULLI`` given the count ``k`` (checked to lie in
+    0..number of finite logits), ``DRAW_NCHOOSEK`` with the (d + 1,) count probabilities at
+    ``count_probs`` (``r`` = 1), ``DRAW_ORDINAL`` with the (r, d + 1) ones. Returns 0 or the index
+    in ``DRAW_ERRORS`` of the error. ``version`` keys numba's cache as in
+    :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    """
+
+    def draw_kernel(bitgen, theta, d, k, count_probs, r, out, which):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        rng = generator_at(bitgen)
+        th, y = carray(theta, d), carray(out, d)
+        if which == DRAW_CONDITIONAL_BERNOULLI:
+            if k < 0 or k > _n_finite(th):
+                return _K_OUT_OF_RANGE
+            return draw_conditional_bernoulli_into(rng, th, k, y)
+        if which == DRAW_NCHOOSEK:
+            return draw_nchoosek_into(rng, th, carray(count_probs, d + 1), y)
+        return draw_ordinal_into(rng, th, carray(count_probs, (r, d + 1)), y)
+
+    return draw_kernel
 
 
 @njit(cache=True)

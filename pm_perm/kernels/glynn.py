@@ -56,12 +56,15 @@ from numba import carray, prange
 from numba.np.ufunc import parallel as _numba_parallel
 
 from pm_perm._numba import njit
+from pm_perm.kernels._bitgen import generator_at
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, finite_or_minus_inf
 from pm_perm.kernels.assignment import dual_scaled
 
 __all__ = [
+    "GLYNN_DRAW_ERRORS",
     "GLYNN_MAX_M",
     "check_glynn_size",
+    "draw_glynn_into",
     "ensure_parallel_runtime",
     "glynn_log_permanent",
     "glynn_log_permanent_and_marginals",
@@ -69,6 +72,7 @@ __all__ = [
     "glynn_sample_permutations",
     "format_seconds",
     "glynn_seconds_estimate",
+    "make_glynn_draw_kernel",
     "make_glynn_op_kernel",
 ]
 
@@ -357,26 +361,37 @@ def make_glynn_op_kernel(version):
     return op_kernel
 
 
+#: Messages of the Glynn sampler's errors, indexed by the status of :func:`draw_glynn_into`.
+GLYNN_DRAW_ERRORS = (
+    "",
+    "logits must be a square (M, M) matrix with M >= 1",
+    "M is beyond GLYNN_MAX_M = 32 of the Glynn sampler",
+    "logits contain NaN, +inf or a finite value beyond 1e300",
+    "cannot sample: no permutation avoids the -inf logits",
+    "Glynn sampler: the permanent lost all precision (NaN)",
+)
+
+
 @njit(cache=True)
-def glynn_sample_permutation_core(rng, W):
-    """One exact draw of ``y`` (M,) int64 from ``p(y) ∝ exp(sum_i W[i, y[i]])`` by Glynn's formula.
+def draw_glynn_into(rng, W, out):
+    """One exact draw of ``y`` into ``out`` (M,) int64 from ``p(y) ∝ exp(sum_i W[i, y[i]])`` by
+    Glynn's formula; returns 0, or the index in ``GLYNN_DRAW_ERRORS`` of the error (``out`` then
+    not a draw). The body of the C kernel of :func:`make_glynn_draw_kernel`, which cannot raise.
 
     Row by row: ``y[r]`` is drawn from the first row of the marginals of the logits left after
     removing rows ``0..r-1`` and the columns already used (``p(y[r] = j | y[:r])``), so a draw
-    costs about twice one value-and-marginals call at size M. Raises ``ValueError`` for a
-    non-square matrix, M beyond ``GLYNN_MAX_M``, NaN or ``+inf`` logits, or ``perm(exp W) = 0``.
+    costs about twice one value-and-marginals call at size M.
     """
     M = W.shape[0]
     if W.shape[1] != M or M == 0:
-        raise ValueError("logits must be a square (M, M) matrix with M >= 1")
+        return 1
     if M > GLYNN_MAX_M:
-        raise ValueError("M is beyond GLYNN_MAX_M = 32 of the Glynn sampler")
+        return 2
     for i in range(M):
         for j in range(M):
             if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
-                raise ValueError("logits contain NaN, +inf or a finite value beyond 1e300")
+                return 3
     free = np.arange(M)
-    out = np.empty(M, dtype=np.int64)
     for r in range(M):
         n = M - r
         sub = np.empty((n, n))
@@ -386,9 +401,9 @@ def glynn_sample_permutation_core(rng, W):
         P = np.empty((n, n))
         v = _glynn_into(sub, P, n > 1)
         if v == -np.inf:
-            raise ValueError("cannot sample: no permutation avoids the -inf logits")
+            return 4
         if not np.isfinite(v):
-            raise ValueError("Glynn sampler: the permanent lost all precision (NaN)")
+            return 5
         k = n - 1
         if n > 1:
             target = rng.random()
@@ -402,7 +417,32 @@ def glynn_sample_permutation_core(rng, W):
         out[r] = free[k]
         for b in range(k, n - 1):
             free[b] = free[b + 1]
+    return 0
+
+
+@njit(cache=True)
+def glynn_sample_permutation_core(rng, W):
+    """One exact draw of ``y`` (M,) int64 by Glynn's formula (:func:`draw_glynn_into`). Raises
+    ``ValueError`` for a non-square matrix, M beyond ``GLYNN_MAX_M``, NaN or ``+inf`` logits, or
+    ``perm(exp W) = 0``."""
+    out = np.empty(W.shape[0], dtype=np.int64)
+    status = draw_glynn_into(rng, W, out)
+    if status != 0:
+        raise ValueError(GLYNN_DRAW_ERRORS[status])
     return out
+
+
+def make_glynn_draw_kernel(version):
+    """Body of the C callable that PyTensor's draws of ``PermutationExpFamily(method="glynn")``
+    call beyond the DP's limit: ``draw_kernel(bitgen, w, m0, m1, out)`` as
+    :func:`pm_perm.kernels.permanent.make_draw_kernel`, by :func:`draw_glynn_into`."""
+
+    def draw_kernel(bitgen, w, m0, m1, out):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        return draw_glynn_into(generator_at(bitgen), carray(w, (m0, m1)), carray(out, m0))
+
+    return draw_kernel
 
 
 @njit(cache=True)

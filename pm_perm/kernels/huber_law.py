@@ -35,11 +35,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import carray
 
 from pm_perm._numba import njit
-from pm_perm.kernels._checks import as_square_logits
+from pm_perm.kernels._bitgen import generator_at
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits
 
 __all__ = [
+    "HL_BAD_LOGITS",
+    "HL_NOT_ACCEPTED",
+    "HL_TOO_LARGE",
     "HUBER_LAW_MAX_M",
     "HuberLawTrialsExceeded",
     "huber_law_log_bound",
@@ -47,6 +52,7 @@ __all__ = [
     "huber_law_sample",
     "huber_law_log_permanent_estimate",
     "huber_law_scale",
+    "make_huber_law_draw_kernel",
 ]
 
 #: Largest M accepted (per-trial cost O(M^2); beyond this a trial alone takes seconds).
@@ -201,6 +207,43 @@ def huber_law_sample_core(rng, A, n_samples, max_trials):
                 out[acc, i] = row[i]
             acc += 1
     return out, acc, trials, 0
+
+
+#: Statuses of the C kernel of :func:`make_huber_law_draw_kernel` (0: a draw).
+HL_TOO_LARGE, HL_BAD_LOGITS, HL_NOT_ACCEPTED = 1, 2, 3
+
+
+def make_huber_law_draw_kernel(version):
+    """Body of the C callable that PyTensor's draws of ``PermutationExpFamily(method="bethe")``
+    call (``numba.cfunc``, see :mod:`pm_perm.ops._extern`): ``draw_kernel(bitgen, w, m,
+    max_trials, out)`` scales the C-contiguous (m, m) float64 logits at ``w`` (20 sweeps) and
+    runs the accept-reject loop with the caller's random stream (numpy's ``bitgen_t`` at
+    ``bitgen``, :mod:`pm_perm.kernels._bitgen`) for one draw into the (m,) int64 array at
+    ``out``. Returns 0, ``HL_TOO_LARGE`` (m beyond ``HUBER_LAW_MAX_M``), ``HL_BAD_LOGITS`` (NaN,
+    ``+inf`` or finite logits beyond 1e300) or ``HL_NOT_ACCEPTED`` (no draw accepted in
+    ``max_trials`` trials, or the (P1) guard). ``version`` keys numba's cache as in
+    :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    """
+
+    def draw_kernel(bitgen, w, m, max_trials, out):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        if m > HUBER_LAW_MAX_M:
+            return HL_TOO_LARGE
+        W = carray(w, (m, m))
+        for i in range(m):
+            for j in range(m):
+                if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
+                    return HL_BAD_LOGITS
+        A, _ = _scale_core(W, 20)
+        samples, _, _, status = huber_law_sample_core(generator_at(bitgen), A, 1, max_trials)
+        if status != 0:
+            return HL_NOT_ACCEPTED
+        for i in range(m):
+            out[i] = samples[0, i]
+        return 0
+
+    return draw_kernel
 
 
 def huber_law_scale(W, n_sweeps=20):

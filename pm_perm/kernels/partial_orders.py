@@ -43,9 +43,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import carray
 
 from pm_perm._numba import njit
-from pm_perm.kernels._checks import as_square_logits
+from pm_perm.kernels._checks import as_square_logits, finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels.permanent import (
     EXACT_MAX_M,
@@ -61,7 +62,8 @@ from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
 __all__ = [
     "SUFFIX_TINY",
     "check_partial_order_size",
-    "keep_top_k",
+    "checked_partial_orders_into",
+    "make_partial_orders_op_kernel",
     "partial_order_loglik",
     "partial_order_loglik_and_grad",
     "partial_orders_core",
@@ -218,6 +220,40 @@ def partial_orders_core(W, orders, weights, values, grad, want_grad):
     return total
 
 
+@njit(cache=True)
+def checked_partial_orders_into(W, orders, weights, values, grad, want_grad):
+    """:func:`partial_orders_core` for logits that may hold NaN, ``+inf`` or finite entries
+    beyond ``LOGIT_ABS_MAX``: those give NaN (values, the total and, with ``want_grad``, the
+    gradient). The body of the C kernel of :func:`make_partial_orders_op_kernel`."""
+    if not finite_or_minus_inf(W):
+        values[:] = np.nan
+        if want_grad:
+            grad[:, :] = np.nan
+        return np.nan
+    return partial_orders_core(W, orders, weights, values, grad, want_grad)
+
+
+def make_partial_orders_op_kernel(version):
+    """Body of the C callable that the partial-order Ops call (``numba.cfunc``, see
+    :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, orders, n, weights, values, grad,
+    want_grad)`` runs :func:`checked_partial_orders_into` on the C-contiguous (m, m) float64
+    logits at ``w``, the (n, m) int64 orders and the (n,) float64 weights, writes the per-order
+    values to the (n,) array at ``values`` and, if ``want_grad`` is non-zero, the gradient to the
+    (m, m) array at ``grad`` (otherwise ``grad`` is not touched), and returns the weighted sum.
+    ``version`` keys numba's cache as in :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    """
+
+    def op_kernel(w, m, orders, n, weights, values, grad, want_grad):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return np.nan
+        G = carray(grad, (m, m)) if want_grad else np.empty((0, 0))
+        return checked_partial_orders_into(carray(w, (m, m)), carray(orders, (n, m)),
+                                           carray(weights, n), carray(values, n), G,
+                                           want_grad != 0)
+
+    return op_kernel
+
+
 @njit(cache=True, fastmath=True)
 def _suffix_adjoint(Bp, h, a, grad, M):
     """Reverse sweep of the suffix table: with ``a[U]`` seeded by ``d out / d h(U)``, add
@@ -253,15 +289,6 @@ def _batch(W, orders, weights, want_grad):
     for b in range(nb):
         totals[b] = partial_orders_core(W[b], orders, weights, values[b], grad[b], want_grad)
     return values, totals, grad
-
-
-@njit(cache=True)
-def keep_top_k(y, k):
-    """Rank form of the top ``k`` of the complete order ``y`` (in place): positions ``>= k``
-    become ``-1``."""
-    for i in range(y.shape[0]):
-        if y[i] >= k:
-            y[i] = -1
 
 
 # ----------------------------------------------------------------------------- public API

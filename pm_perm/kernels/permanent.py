@@ -41,16 +41,20 @@ from numba import carray, objmode, types
 from numba.core.types import ExternalFunction
 
 from pm_perm._numba import njit
+from pm_perm.kernels._bitgen import generator_at
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, finite_or_minus_inf
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 from pm_perm.kernels.glynn import GLYNN_MAX_M, format_seconds, glynn_seconds_estimate
 
 __all__ = [
+    "DRAW_ERRORS",
     "EXACT_MAX_M",
     "check_exact_size",
+    "draw_permutation_into",
     "log_permanent",
     "log_permanent_and_marginals",
     "log_permanent_and_marginals_core",
+    "make_draw_kernel",
     "make_op_kernel",
     "memory_budget",
     "permutation_marginals",
@@ -252,7 +256,7 @@ def _popcount(x):
 _PC8 = np.array([0, 1, 1, 2, 1, 2, 2, 3], dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _block_weights(B, offset):
     """``C[pq, j, t] = B[pq + popcount(t) + offset, j]`` (0 outside the rows), for the blocks."""
     M = B.shape[0]
@@ -412,7 +416,7 @@ def _backward(B, f, g, P, marginals):
     return g[0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _padded(B):
     """Embed ``B`` (M < 3) as the leading block of a 3 x 3 matrix with a fixed identity tail,
     so the blocked DP (which needs M >= 3) applies; the permanent is unchanged."""
@@ -487,7 +491,7 @@ def _workspace(M):
     return table
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _log_permanent_into(W, work):
     if W.shape[0] <= ENUMERATE_MAX_M:
         return _enumerate_value(W)
@@ -497,7 +501,7 @@ def _log_permanent_into(W, work):
     return math.log(_forward(_padded(B), work)) + shift
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _log_permanent_and_marginals_into(W, work, out):
     """Value, and marginals into ``out`` (M, M). The backward pass overwrites the forward table
     in place: block ``q`` reads its own ``f`` entries before writing ``g`` there, and reads ``g``
@@ -530,7 +534,7 @@ def log_permanent_and_marginals_core(W):
     return v, out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def checked_value_into(W, P, marginals):
     """``log perm(exp W)`` of a C-contiguous (m, m) float64 matrix; if ``marginals``, ``P`` is
     written to the (m, m) array ``P`` (otherwise it is not touched). NaN or ``+inf`` logits, or
@@ -611,29 +615,68 @@ def _sampler_table(W):
     return B, g
 
 
+#: Messages of the exact sampler's input errors, indexed by the status of
+#: :func:`draw_permutation_into`.
+DRAW_ERRORS = (
+    "",
+    "logits must be a square (M, M) matrix with M >= 1",
+    "M is beyond the exact limit EXACT_MAX_M = 26 of the exact sampler",
+    "logits contain NaN, +inf or a finite value beyond 1e300",
+    "cannot sample: no permutation avoids the -inf logits",
+)
+
+
+@njit(cache=True)
+def draw_permutation_into(rng, W, out):
+    """One exact draw of ``y`` into ``out`` (M,) int64 for one (M, M) logits matrix; returns 0,
+    or, without drawing, the index in ``DRAW_ERRORS`` of what is wrong with ``W`` (non-square
+    or empty, M beyond ``EXACT_MAX_M``, NaN or ``+inf`` logits, ``perm(exp W) = 0``). The body
+    of the C kernel of :func:`make_draw_kernel`, which cannot raise."""
+    M = W.shape[0]
+    if W.shape[1] != M or M == 0:
+        return 1
+    if M > EXACT_MAX_M:
+        return 2
+    for i in range(M):
+        for j in range(M):
+            if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
+                return 3
+    if not max_weight_assignment_core(W)[3]:
+        return 4
+    B, g = _sampler_table(W)
+    _draw_from_table(rng, B, g, out)
+    return 0
+
+
 @njit(cache=True)
 def sample_permutation_core(rng, W):
     """One exact draw of ``y`` (M,) int64 for one (M, M) logits matrix.
 
-    Checks its input (compiled callers such as PyTensor's numba random variables cannot use the
-    Python validators): raises ``ValueError`` for a non-square matrix, M beyond ``EXACT_MAX_M``,
-    NaN or ``+inf`` logits, or ``perm(exp W) = 0``.
+    Checks its input: raises ``ValueError`` (a message of ``DRAW_ERRORS``) for a non-square
+    matrix, M beyond ``EXACT_MAX_M``, NaN or ``+inf`` logits, or ``perm(exp W) = 0``.
     """
-    M = W.shape[0]
-    if W.shape[1] != M or M == 0:
-        raise ValueError("logits must be a square (M, M) matrix with M >= 1")
-    if M > EXACT_MAX_M:
-        raise ValueError("M is beyond the exact limit EXACT_MAX_M = 26 of the exact sampler")
-    for i in range(M):
-        for j in range(M):
-            if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
-                raise ValueError("logits contain NaN, +inf or a finite value beyond 1e300")
-    if not max_weight_assignment_core(W)[3]:
-        raise ValueError("cannot sample: no permutation avoids the -inf logits")
-    B, g = _sampler_table(W)
     out = np.empty(W.shape[0], dtype=np.int64)
-    _draw_from_table(rng, B, g, out)
+    status = draw_permutation_into(rng, W, out)
+    if status != 0:
+        raise ValueError(DRAW_ERRORS[status])
     return out
+
+
+def make_draw_kernel(version):
+    """Body of the C callable that PyTensor's draws of ``PermutationExpFamily`` call
+    (``numba.cfunc``, see :mod:`pm_perm.ops._extern`): ``draw_kernel(bitgen, w, m0, m1, out)``
+    runs :func:`draw_permutation_into` on the C-contiguous (m0, m1) float64 logits at ``w`` with
+    the caller's random stream (numpy's ``bitgen_t`` at ``bitgen``,
+    :mod:`pm_perm.kernels._bitgen`), writing the draw to the (m0,) int64 array at ``out``, and
+    returns the status. ``version`` keys numba's cache as in :func:`make_op_kernel`.
+    """
+
+    def draw_kernel(bitgen, w, m0, m1, out):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        return draw_permutation_into(generator_at(bitgen), carray(w, (m0, m1)), carray(out, m0))
+
+    return draw_kernel
 
 
 @njit(cache=True)

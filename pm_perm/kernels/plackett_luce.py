@@ -31,15 +31,24 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import carray
 
 from pm_perm._numba import njit
+from pm_perm.kernels._bitgen import generator_at
 from pm_perm.kernels._checks import as_float_array
 from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
 
 __all__ = [
     "TIE_BLOCK_MAX",
     "check_length_probs",
+    "PL_DRAW_ERRORS",
+    "PL_TIE_BLOCK_TOO_LARGE",
+    "TIE_BLOCK_MESSAGE",
+    "draw_plackett_luce_into",
+    "make_plackett_luce_draw_kernel",
+    "make_plackett_luce_op_kernel",
     "plackett_luce_core",
+    "plackett_luce_into",
     "plackett_luce_loglik",
     "plackett_luce_loglik_and_grad",
     "sample_plackett_luce",
@@ -131,8 +140,8 @@ def _order(u, w, c, y, work, iwork, gu, scale, want_grad):
     """log PL probability of one rank-form order; adds ``scale`` x its gradient into ``gu``.
 
     ``w = exp(u - c)``; ``work`` (3, M + 1) float and ``iwork`` (4, M + 1) int work arrays.
-    Returns -inf (and no gradient) for an invalid order; raises for a tie block beyond
-    TIE_BLOCK_MAX.
+    Returns -inf (and no gradient) for an invalid order, and ``+inf`` (never a log-probability;
+    no gradient) for a tie block beyond TIE_BLOCK_MAX before the last block.
     """
     seq, starts = iwork[0], iwork[1]
     S, lam, coef = work[0], work[1], work[2]
@@ -141,8 +150,7 @@ def _order(u, w, c, y, work, iwork, gu, scale, want_grad):
         return -np.inf
     for b in range(nb - 1):
         if starts[b + 1] - starts[b] > TIE_BLOCK_MAX:
-            raise ValueError("an order has a tie block of more than TIE_BLOCK_MAX = 20 items "
-                             "before its last block; its exact probability costs O(s 2^s)")
+            return np.inf
     # suffix sums of the scaled weights: S[b] = sum of w over blocks b, b+1, ...
     S[nb] = 0.0
     for b in range(nb - 1, -1, -1):
@@ -204,11 +212,18 @@ def _finite(u):
     return True
 
 
+#: Status of :func:`plackett_luce_into` and its message.
+PL_TIE_BLOCK_TOO_LARGE = 1
+TIE_BLOCK_MESSAGE = ("an order has a tie block of more than TIE_BLOCK_MAX = 20 items before its "
+                     "last block; its exact probability costs O(s 2^s)")
+
+
 @njit(cache=True)
-def plackett_luce_core(u, orders, g, values, grad, want_grad):
-    """Per-order log-likelihoods into ``values`` (n,) and ``sum_n g[n] d values[n] / du`` into
-    ``grad`` (M,) (overwritten) when ``want_grad``; returns ``sum_n g[n] values[n]`` (rows with
-    ``g[n] == 0`` add nothing). NaN / inf utilities: NaN everywhere. Invalid orders: -inf."""
+def plackett_luce_into(u, orders, g, values, grad, want_grad):
+    """:func:`plackett_luce_core` without raising: ``(total, status)``, with ``status``
+    ``PL_TIE_BLOCK_TOO_LARGE`` (the outputs then partly written) for an order with a tie block
+    beyond ``TIE_BLOCK_MAX`` before its last block, else 0. The body of the C kernel of
+    :func:`make_plackett_luce_op_kernel`."""
     M = u.shape[0]
     n = orders.shape[0]
     if want_grad:
@@ -216,7 +231,7 @@ def plackett_luce_core(u, orders, g, values, grad, want_grad):
     if not _finite(u):
         values[:] = np.nan
         grad[:] = np.nan
-        return np.nan
+        return np.nan, 0
     c = -np.inf
     for i in range(M):
         c = max(c, u[i])
@@ -229,38 +244,83 @@ def plackett_luce_core(u, orders, g, values, grad, want_grad):
     for r in range(n):
         wants = want_grad and g[r] != 0.0
         values[r] = _order(u, w, c, orders[r], work, iwork, grad, g[r], wants)
+        if values[r] == np.inf:
+            return np.nan, PL_TIE_BLOCK_TOO_LARGE
         if g[r] != 0.0:
             total += g[r] * values[r]
-    return total
+    return total, 0
 
 
 @njit(cache=True)
-def sample_plackett_luce_core(rng, u, length_probs):
-    """One exact draw (M,) int64 in rank form: a complete ranking by Gumbel-max, then, if
-    ``length_probs`` (M + 1,) is not empty, only the first ``k ~ length_probs`` kept (the rest
-    -1). Raises ``ValueError`` for non-finite utilities or invalid ``length_probs``."""
+def plackett_luce_core(u, orders, g, values, grad, want_grad):
+    """Per-order log-likelihoods into ``values`` (n,) and ``sum_n g[n] d values[n] / du`` into
+    ``grad`` (M,) (overwritten) when ``want_grad``; returns ``sum_n g[n] values[n]`` (rows with
+    ``g[n] == 0`` add nothing). NaN / inf utilities: NaN everywhere. Invalid orders: -inf.
+    Raises ``ValueError`` for a tie block beyond ``TIE_BLOCK_MAX`` before the last block."""
+    total, status = plackett_luce_into(u, orders, g, values, grad, want_grad)
+    if status != 0:
+        raise ValueError(TIE_BLOCK_MESSAGE)
+    return total
+
+
+def make_plackett_luce_op_kernel(version):
+    """Body of the C callable that the Plackett-Luce Ops call (``numba.cfunc``, see
+    :mod:`pm_perm.ops._extern`): ``op_kernel(u, m, orders, n, g, values, grad, want_grad,
+    total)`` runs :func:`plackett_luce_into` on the C-contiguous (m,) float64 utilities at
+    ``u``, the (n, m) int64 orders and the (n,) float64 weights ``g``, writing the (n,) values,
+    the (m,) gradient (when ``want_grad`` is non-zero; ``grad`` must point to m float64 either
+    way) and the weighted sum to ``total[0]``; returns the status. ``version`` keys numba's
+    cache as in :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    """
+
+    def op_kernel(u, m, orders, n, g, values, grad, want_grad, total):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        total[0], status = plackett_luce_into(carray(u, m), carray(orders, (n, m)), carray(g, n),
+                                              carray(values, n), carray(grad, m), want_grad != 0)
+        return status
+
+    return op_kernel
+
+
+#: Messages of the sampler's input errors, indexed by the status of
+#: :func:`draw_plackett_luce_into`.
+PL_DRAW_ERRORS = (
+    "",
+    "utilities must be finite (no NaN or inf)",
+    "length_probs must have M + 1 entries (probabilities of k = 0..M)",
+    "length_probs must be finite and non-negative",
+    "length_probs must sum to 1",
+)
+
+
+@njit(cache=True)
+def draw_plackett_luce_into(rng, u, length_probs, y):
+    """One exact draw into ``y`` (M,) int64 in rank form: a complete ranking by Gumbel-max,
+    then, if ``length_probs`` (M + 1,) is not empty, only the first ``k ~ length_probs`` kept (the
+    rest -1). Returns 0, or the index in ``PL_DRAW_ERRORS`` of the input error (``y`` then not a
+    draw). The body of the C kernel of :func:`make_plackett_luce_draw_kernel`."""
     M = u.shape[0]
     if not _finite(u):
-        raise ValueError("utilities must be finite (no NaN or inf)")
+        return 1
     keys = np.empty(M)
     for i in range(M):
         keys[i] = -(u[i] - math.log(-math.log(rng.random())))
     order = np.argsort(keys)
-    y = np.empty(M, dtype=np.int64)
     for t in range(M):
         y[order[t]] = t
     if length_probs.shape[0] == 0:
-        return y
+        return 0
     if length_probs.shape[0] != M + 1:
-        raise ValueError("length_probs must have M + 1 entries (probabilities of k = 0..M)")
+        return 2
     total = 0.0
     for k in range(M + 1):
         p = length_probs[k]
         if not (p >= 0.0 and p < np.inf):
-            raise ValueError("length_probs must be finite and non-negative")
+            return 3
         total += p
     if abs(total - 1.0) > 1e-6:
-        raise ValueError("length_probs must sum to 1")
+        return 4
     target = rng.random() * total
     k = 0
     acc = length_probs[0]
@@ -270,7 +330,37 @@ def sample_plackett_luce_core(rng, u, length_probs):
     for i in range(M):
         if y[i] >= k:
             y[i] = -1
+    return 0
+
+
+@njit(cache=True)
+def sample_plackett_luce_core(rng, u, length_probs):
+    """One exact draw (M,) int64 in rank form (:func:`draw_plackett_luce_into`). Raises
+    ``ValueError`` for non-finite utilities or invalid ``length_probs``."""
+    y = np.empty(u.shape[0], dtype=np.int64)
+    status = draw_plackett_luce_into(rng, u, length_probs, y)
+    if status != 0:
+        raise ValueError(PL_DRAW_ERRORS[status])
     return y
+
+
+def make_plackett_luce_draw_kernel(version):
+    """Body of the C callable that PyTensor's draws of ``PlackettLuce`` call (``numba.cfunc``,
+    see :mod:`pm_perm.ops._extern`): ``draw_kernel(bitgen, u, m, length_probs, n_lengths, out)``
+    runs :func:`draw_plackett_luce_into` on the C-contiguous (m,) float64 utilities at ``u`` and
+    the (n_lengths,) length probabilities with the caller's random stream (numpy's ``bitgen_t``
+    at ``bitgen``, :mod:`pm_perm.kernels._bitgen`), writing the draw to the (m,) int64 array at
+    ``out``; returns the status. ``version`` keys numba's cache as in
+    :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    """
+
+    def draw_kernel(bitgen, u, m, length_probs, n_lengths, out):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        return draw_plackett_luce_into(generator_at(bitgen), carray(u, m),
+                                       carray(length_probs, n_lengths), carray(out, m))
+
+    return draw_kernel
 
 
 @njit(cache=True)

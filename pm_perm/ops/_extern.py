@@ -3,9 +3,9 @@
 Why: numba links the LLVM code of every function a jitted function calls into the caller's module
 and then optimises and compiles that whole module to machine code again. The numba
 implementation of an Op is compiled inside every PyTensor function that uses it (``logp``,
-``dlogp``, ``find_MAP``'s value-and-gradient, NUTS, posterior predictive, ...), and each of those
-layers (Op wrapper, Blockwise loop, graph function) re-compiled the whole permanent kernel: on an
-empty cache, 3 to 5 times per graph (measured in ``benchmarks/bench_first_use.py``).
+``dlogp``, ``find_MAP``'s value-and-gradient, NUTS, draws, posterior predictive, ...), and each
+of those layers (Op wrapper, Blockwise loop, graph function) re-compiled the whole kernel: on an
+empty PyTensor cache, 3 to 5 times per graph (measured in ``benchmarks/bench_first_use.py``).
 
 How: the kernel is compiled ONCE (per numba cache; ``cache=True``) as a C callable
 (``numba.cfunc``), its address is registered with LLVM under a fixed symbol name, and the Op's
@@ -14,32 +14,77 @@ holds only a call instruction; PyTensor's on-disk cache of the graph stays valid
 symbol name (not an address) is what it stores, and the symbol is registered again by the Op's
 funcify (which PyTensor runs before it loads or compiles a graph) in every new process.
 
-The callee cannot raise (a C callable has no Python exception channel): kernels exposed here must
-report bad input by their return value (NaN), and the Op wrapper checks shapes before the call.
+Arguments are C scalars and pointers: a C-contiguous array is passed as ``a.ctypes`` (numba) or
+by :meth:`ExternKernel.__call__` (Python), with its sizes as separate integer arguments, and the
+body views it with ``numba.carray``. A random generator is passed as numpy's ``bitgen_t`` view
+(:func:`bitgen_of` here, :func:`pm_perm.kernels._bitgen.generator_at` in the body), so the
+kernel draws from the caller's own stream.
+
+The callee cannot raise (a C callable has no Python exception channel): kernels exposed here
+report bad input by their return value (NaN, or a status code), and the small numba wrapper in
+the graph raises. :class:`StatusError` makes that raise cheap to compile.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from typing import NamedTuple
 
+import numpy as np
 from llvmlite import binding as ll
 from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-from pm_perm._numba import cfunc
+from pm_perm._numba import cfunc, njit
 
-__all__ = ["extern_kernel"]
+__all__ = [
+    "ExternKernel",
+    "StatusError",
+    "bitgen_of",
+    "c_contiguous_out",
+    "copy_back",
+    "extern_kernel",
+    "value_errors",
+]
 
 
 class ExternKernel(NamedTuple):
+    """A compiled C kernel: ``external`` is what numba code calls; calling the tuple itself
+    runs the kernel from Python (arrays converted to pointers)."""
+
     compiled: object  #: the ``numba.cfunc`` object (``.ctypes`` calls it from Python)
     external: types.ExternalFunction  #: what numba code calls
+
+    def __call__(self, *args):
+        """Run the kernel from Python. Pointer arguments take C-contiguous NumPy arrays of the
+        pointee's dtype (checked: a wrong buffer would be read as another type); others are
+        passed as they are."""
+        fn = self.compiled.ctypes
+        converted = []
+        for arg, ty, cty in zip(args, self.external.sig.args, fn.argtypes, strict=True):
+            if isinstance(ty, types.CPointer):
+                dtype = np.dtype(str(ty.dtype))
+                if (not isinstance(arg, np.ndarray) or arg.dtype != dtype
+                        or not arg.flags.c_contiguous):
+                    raise TypeError(f"{self.external.symbol}: expected a C-contiguous {dtype} "
+                                    f"array, got {type(arg).__name__} "
+                                    f"{getattr(arg, 'dtype', '')}")
+                arg = ctypes.cast(arg.ctypes.data, cty)
+            converted.append(arg)
+        return fn(*converted)
 
 
 def extern_kernel(symbol: str, signature, py_func):
     """Return a function that compiles ``py_func`` as a C callable with ``signature`` (cached
     on disk by numba), registers it with LLVM as ``symbol`` and returns an
-    :class:`ExternKernel`. The compilation happens on the first call, not at import."""
+    :class:`ExternKernel`. The compilation happens on the first call, not at import.
+
+    ``py_func`` must not raise (a C callable cannot) and should hold a ``version`` closure
+    variable (see :func:`pm_perm.kernels.permanent.make_op_kernel`): numba's cache key sees the
+    file of ``py_func`` only, not the kernels it calls.
+    """
 
     @functools.cache
     def ensure():
@@ -48,3 +93,96 @@ def extern_kernel(symbol: str, signature, py_func):
         return ExternKernel(compiled, types.ExternalFunction(symbol, signature))
 
     return ensure
+
+
+class StatusError(Exception):
+    """Base of the exceptions the numba wrappers raise for a kernel's status code.
+
+    A subclass sets ``messages``, a tuple indexed by status of ``(exception type, template)``;
+    compiled code raises ``Subclass(status, *ints)`` and Python receives
+    ``exception type(template.format(*ints))``: the same type and message as the Python path
+    raises, not an instance of the subclass. Why: numba compiles a message built at run time
+    (``"M = " + str(m)``) into the graph, about 1 s of compilation in EVERY PyTensor function
+    that uses the Op, while a raise with integer arguments costs nearly nothing (numba keeps the
+    class and boxes the integers; the class builds the message when Python re-raises it).
+    Compiled code must pass integers only (strings are boxed at run time too, and cost as much
+    to compile as the concatenation). Subclasses must be module-level names (numba's cache
+    pickles the class by reference).
+    """
+
+    messages: tuple = ()
+
+    def __new__(cls, status, *args):
+        exc_type, template = cls.messages[status]
+        return exc_type(template.format(*args))
+
+
+def value_errors(messages):
+    """``StatusError.messages`` raising ``ValueError(message)`` for each of ``messages`` (plain
+    strings, no format fields)."""
+    return tuple((ValueError, m.replace("{", "{{").replace("}", "}}")) for m in messages)
+
+
+# ----------------------------------------------------------------------------- output buffers
+# A numba implementation that returns an array makes PyTensor's Blockwise / random-variable loop
+# copy it into the output with numba's array assignment, whose shape-mismatch message (built from
+# the shapes at run time) costs one to several seconds of compilation in every graph (measured:
+# 1.71 s of the 3.34 s draw graph of PermutationExpFamily). Writing into the output buffers
+# PyTensor hands over (``fn.handles_out = True``) avoids it; the kernels write them directly
+# when they are C-contiguous (always, for the buffers PyTensor allocates).
+
+
+@njit(cache=True)
+def c_contiguous_out(out):
+    """``out`` when it is C-contiguous, else a C-contiguous scratch array of its shape for the
+    kernel to write, copied back by :func:`copy_back`."""
+    if out.flags.c_contiguous:
+        return out
+    return np.empty(out.shape, dtype=out.dtype)
+
+
+@njit(cache=True)
+def copy_back(out, buffer):
+    """Copy ``buffer`` of :func:`c_contiguous_out` into ``out`` if they differ; returns
+    ``out``."""
+    if not out.flags.c_contiguous:
+        for idx in np.ndindex(out.shape):
+            out[idx] = buffer[idx]
+    return out
+
+
+# ----------------------------------------------------------------------------- random streams
+
+_BITGEN_TYPE = types.NumPyRandomBitGeneratorType("bit_generator")
+
+
+@intrinsic
+def _bitgen_fields(typingctx, rng):
+    """``(state, next_uint64, next_uint32, next_double)`` of a numba ``Generator``: the first
+    four fields of numpy's ``bitgen_t`` (numpy/random/bitgen.h), as numba keeps them."""
+    if not isinstance(rng, types.NumPyRandomGeneratorType):
+        return None
+    sig = types.UniTuple(types.uintp, 4)(rng)
+
+    def codegen(context, builder, sig, args):
+        gen = cgutils.create_struct_proxy(sig.args[0])(context, builder, value=args[0])
+        bitgen = cgutils.create_struct_proxy(_BITGEN_TYPE)(context, builder,
+                                                           value=gen.bit_generator)
+        fields = [bitgen.state, bitgen.fnptr_next_uint64, bitgen.fnptr_next_uint32,
+                  bitgen.fnptr_next_double]
+        return context.make_tuple(builder, sig.return_type, fields)
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def bitgen_of(rng):
+    """numpy's ``bitgen_t`` view of the numba ``Generator`` ``rng`` (a uint64 array of 4: state
+    and the next_uint64 / next_uint32 / next_double function pointers), for a C kernel that
+    draws from ``rng``'s own stream (its ``.ctypes`` is the kernel's argument; keep the array
+    alive during the call). The kernel advances ``rng``'s state as ``rng.random()`` would."""
+    fields = _bitgen_fields(rng)
+    out = np.empty(4, dtype=np.uint64)
+    for i in range(4):
+        out[i] = fields[i]
+    return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
+from numba import types
 from pytensor.gradient import DisconnectedType, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -24,10 +25,13 @@ from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.bethe import (
     BETHE_MAX_M,
+    BETHE_NO_PERMUTATION,
+    BETHE_NOT_CONVERGED,
     BetheConvergenceError,
     _run,
-    bethe_core,
+    make_bethe_op_kernel,
 )
+from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -164,61 +168,104 @@ def bethe_log_permanent(W):
 
 bethe_marginals = Blockwise(BetheMarginals())
 
-_MAX_M = BETHE_MAX_M
+# ----------------------------------------------------------------------------- numba
+# The compiled graphs call the Bethe kernel through a C symbol (see pm_perm.ops._extern): its code
+# (BP, vertex certificate, Newton, CCCP) is compiled once per numba cache, not again inside every
+# PyTensor function that uses the Ops. ``perform`` runs pm_perm.kernels.bethe._run in Python.
+
+_F64_PTR = types.CPointer(types.float64)
+_SIGNATURE = types.int64(_F64_PTR, types.intp, types.float64, types.int64, _F64_PTR, _F64_PTR)
+_EXTERN = extern_kernel("pm_perm_bethe_kernel", _SIGNATURE, make_bethe_op_kernel(_VERSION))
 
 
-@numba_basic.numba_njit
-def _checked_numba(W, tol, max_iter):
-    """``(log perm_B, beliefs)`` of one matrix in compiled code: NaN for NaN, ``+inf`` or finite
-    logits beyond ``LOGIT_ABS_MAX``; raises like :func:`pm_perm.kernels.bethe._run` otherwise."""
-    if W.shape[0] > _MAX_M:
-        raise ValueError("Bethe approximation: M exceeds BETHE_MAX_M")
-    if not finite_or_minus_inf(W):
-        return np.nan, np.full(W.shape, np.nan)
-    v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), tol, max_iter)
-    if v == -np.inf:
-        raise ValueError("Bethe: no permutation has finite weight (a row/column is all -inf)")
-    if not (err <= tol):
-        raise BetheConvergenceError(
-            "Bethe fixed point did not converge within max_iter sweeps to tol. Either no "
-            "perfect matching with finite weight exists (check the -inf pattern), or the "
-            "weights are very spread out: increase max_iter or loosen tol."
-        )
-    return v, g
+class _BetheError(StatusError):
+    """The numba implementations' errors by status (see :class:`StatusError`)."""
+
+    messages = (
+        (ValueError, ""),
+        (ValueError, "Bethe: no permutation has finite weight (a row/column is all -inf)"),
+        (BetheConvergenceError,
+         "Bethe fixed point did not converge within max_iter sweeps to tol. Either no perfect "
+         "matching with finite weight exists (check the -inf pattern), or the weights are very "
+         "spread out: increase max_iter or loosen tol."),
+        (ValueError, "Bethe approximation: M exceeds BETHE_MAX_M"),
+        (ValueError, "logits must be square (..., M, M); got {} x {}"),
+    )
+
+
+_TOO_LARGE, _NOT_SQUARE = 3, 4
+assert BETHE_NO_PERMUTATION == 1 and BETHE_NOT_CONVERGED == 2  # the first statuses above
+
+
+def _bethe_numba(tol, max_iter):
+    """``bethe(W, value, beliefs)`` in compiled code: writes ``log perm_B`` to the 0-d array
+    ``value`` and the beliefs to ``beliefs`` (M, M); NaN for NaN, ``+inf`` or finite logits
+    beyond ``LOGIT_ABS_MAX``; raises like :func:`pm_perm.kernels.bethe._run` otherwise."""
+    kernel = _EXTERN().external
+
+    @numba_basic.numba_njit
+    def bethe(W, value, beliefs):
+        M = W.shape[0]
+        if W.shape[1] != M:
+            raise _BetheError(_NOT_SQUARE, M, W.shape[1])
+        if M > BETHE_MAX_M:
+            raise _BetheError(_TOO_LARGE)
+        Wc = np.ascontiguousarray(W)
+        v = np.empty(1)
+        g = c_contiguous_out(beliefs)
+        status = kernel(Wc.ctypes, M, tol, max_iter, v.ctypes, g.ctypes)
+        if status != 0:
+            raise _BetheError(status)
+        value[()] = v[0]
+        copy_back(beliefs, g)
+
+    return bethe
+
+
+# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
+# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(BetheLogPermanent)
 def _numba_bethe_log_permanent(op, node, **kwargs):
-    tol = op.tol
-    max_iter = op.max_iter
+    bethe = _bethe_numba(op.tol, op.max_iter)
 
     @numba_basic.numba_njit
-    def bethe_lp_numba(W):
-        return np.array(_checked_numba(W, tol, max_iter)[0], dtype=np.float64)
+    def bethe_lp_numba(W, out=None):
+        if out is None:
+            out = np.empty(())
+        bethe(W, out, np.empty(W.shape))
+        return out
 
+    bethe_lp_numba.handles_out = True
     return bethe_lp_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(BetheMarginals)
 def _numba_bethe_marginals(op, node, **kwargs):
-    tol = op.tol
-    max_iter = op.max_iter
+    bethe = _bethe_numba(op.tol, op.max_iter)
 
     @numba_basic.numba_njit
-    def bethe_marg_numba(W):
-        return _checked_numba(W, tol, max_iter)[1]
+    def bethe_marg_numba(W, out=None):
+        if out is None:
+            out = np.empty(W.shape)
+        bethe(W, np.empty(()), out)
+        return out
 
+    bethe_marg_numba.handles_out = True
     return bethe_marg_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(BetheLogPermanentAndMarginals)
 def _numba_bethe_both(op, node, **kwargs):
-    tol = op.tol
-    max_iter = op.max_iter
+    bethe = _bethe_numba(op.tol, op.max_iter)
 
     @numba_basic.numba_njit
-    def bethe_both_numba(W):
-        v, g = _checked_numba(W, tol, max_iter)
-        return np.array(v, dtype=np.float64), g
+    def bethe_both_numba(W, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(()), np.empty(W.shape)
+        bethe(W, out_v, out_g)
+        return out_v, out_g
 
+    bethe_both_numba.handles_out = True
     return bethe_both_numba, _VERSION

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
+from numba import types
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -31,10 +32,15 @@ from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
+    ESP_COVARIANCE_DOT,
+    ESP_MARGINALS,
+    ESP_VALUE,
     conditional_covariance_dot_core,
     log_esp_and_marginals_core,
     log_esp_core,
+    make_esp_op_kernel,
 )
+from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -245,31 +251,73 @@ def expected_topk_gain(theta, target, K):
     return pt.exp(log_expected_topk_gain(theta, target, K))
 
 
+# ----------------------------------------------------------------------------- numba
+# The compiled graphs call the dynamic programs through a C symbol (see pm_perm.ops._extern):
+# compiled once per numba cache, not again inside every PyTensor function that uses the Ops.
+
+_F64_PTR = types.CPointer(types.float64)
+_SIGNATURE = types.float64(_F64_PTR, types.intp, types.int64, _F64_PTR, _F64_PTR, types.intc)
+_EXTERN = extern_kernel("pm_perm_log_esp_kernel", _SIGNATURE, make_esp_op_kernel(_VERSION))
+
+
+# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
+# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
+
+
 @register_funcify_default_op_cache_key(LogESPAndMarginals)
 def _numba_log_esp_and_marginals(op, node, **kwargs):
-    @numba_basic.numba_njit
-    def log_esp_and_marginals_numba(theta, k):
-        v, m = log_esp_and_marginals_core(np.ascontiguousarray(theta), k.item())
-        return np.array(v, dtype=np.float64), m
+    kernel = _EXTERN().external
 
+    @numba_basic.numba_njit
+    def log_esp_and_marginals_numba(theta, k, out_v=None, out_m=None):
+        th = np.ascontiguousarray(theta)
+        if out_v is None:
+            out_v, out_m = np.empty(()), np.empty(th.shape[0])
+        m = c_contiguous_out(out_m)
+        out_v[()] = kernel(th.ctypes, th.shape[0], k.item(), th.ctypes, m.ctypes, ESP_MARGINALS)
+        copy_back(out_m, m)
+        return out_v, out_m
+
+    log_esp_and_marginals_numba.handles_out = True
     return log_esp_and_marginals_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(ConditionalCovarianceDot)
 def _numba_conditional_covariance_dot(op, node, **kwargs):
-    @numba_basic.numba_njit
-    def conditional_covariance_dot_numba(theta, k, v):
-        return conditional_covariance_dot_core(
-            np.ascontiguousarray(theta), k.item(), np.ascontiguousarray(v)
-        )
+    kernel = _EXTERN().external
 
+    @numba_basic.numba_njit
+    def conditional_covariance_dot_numba(theta, k, v, out=None):
+        th, vc = np.ascontiguousarray(theta), np.ascontiguousarray(v)
+        if vc.shape[0] != th.shape[0]:
+            raise _LengthError(1)
+        if out is None:
+            out = np.empty(th.shape[0])
+        o = c_contiguous_out(out)
+        kernel(th.ctypes, th.shape[0], k.item(), vc.ctypes, o.ctypes, ESP_COVARIANCE_DOT)
+        return copy_back(out, o)
+
+    conditional_covariance_dot_numba.handles_out = True
     return conditional_covariance_dot_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(LogESP)
 def _numba_log_esp(op, node, **kwargs):
-    @numba_basic.numba_njit
-    def log_esp_numba(theta, k):
-        return np.array(log_esp_core(np.ascontiguousarray(theta), k.item()), dtype=np.float64)
+    kernel = _EXTERN().external
 
+    @numba_basic.numba_njit
+    def log_esp_numba(theta, k, out=None):
+        th = np.ascontiguousarray(theta)
+        if out is None:
+            out = np.empty(())
+        out[()] = kernel(th.ctypes, th.shape[0], k.item(), th.ctypes, th.ctypes, ESP_VALUE)
+        return out
+
+    log_esp_numba.handles_out = True
     return log_esp_numba, _VERSION
+
+
+class _LengthError(StatusError):
+    """The numba implementations' shape error (see :class:`StatusError`)."""
+
+    messages = ((ValueError, ""), (ValueError, "theta and v must have the same length"))

@@ -8,35 +8,55 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
+from numba import types
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.tensor.blockwise import Blockwise
 
-from pm_perm._numba import njit
-from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
-from pm_perm.kernels.assignment import max_weight_assignment_core
+from pm_perm.kernels.assignment import MATCHING_ERRORS, make_matching_kernel
+from pm_perm.ops._extern import (
+    StatusError,
+    c_contiguous_out,
+    copy_back,
+    extern_kernel,
+    value_errors,
+)
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = ["MaxWeightMatching", "max_weight_matching"]
 
 
-@njit(cache=True)
+# The compiled graphs (e.g. PyMC's initial point) call the Hungarian kernel through a C symbol
+# (see pm_perm.ops._extern); ``perform`` calls the same compiled kernel.
+_EXTERN = extern_kernel(
+    "pm_perm_matching_kernel",
+    types.int64(types.CPointer(types.float64), types.intp, types.CPointer(types.int64)),
+    make_matching_kernel(_VERSION),
+)
+
+
+class _MatchingError(StatusError):
+    """Errors of the matching (see :class:`StatusError`): the kernel's, then the square check."""
+
+    messages = value_errors([*MATCHING_ERRORS, "logits must be a square (M, M) matrix"])
+
+
+_NOT_SQUARE = len(MATCHING_ERRORS)
+
+
 def _matching(W):
-    M = W.shape[0]
-    for i in range(M):
-        for j in range(M):
-            if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
-                raise ValueError(
-                    "logits contain NaN, +inf or a finite value beyond 1e300: "
-                    "no max-weight matching"
-                )
-    y, _, _, feasible = max_weight_assignment_core(W)
-    if not feasible:
-        raise ValueError("logits have no perfect matching avoiding their -inf entries")
+    """The matching of one core matrix in Python."""
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    if W.shape[0] != W.shape[1]:
+        raise _MatchingError(_NOT_SQUARE)
+    y = np.empty(W.shape[0], dtype=np.int64)
+    status = _EXTERN()(W, W.shape[0], y)
+    if status != 0:
+        raise _MatchingError(status)
     return y
 
 
@@ -65,10 +85,22 @@ class MaxWeightMatching(Op):
 
 @register_funcify_default_op_cache_key(MaxWeightMatching)
 def _numba_max_weight_matching(op, node, **kwargs):
-    @numba_basic.numba_njit
-    def max_weight_matching_numba(W):
-        return _matching(np.ascontiguousarray(W))
+    kernel = _EXTERN().external
 
+    @numba_basic.numba_njit
+    def max_weight_matching_numba(W, out=None):
+        if W.shape[0] != W.shape[1]:
+            raise _MatchingError(_NOT_SQUARE)
+        Wc = np.ascontiguousarray(W)
+        if out is None:
+            out = np.empty(Wc.shape[0], dtype=np.int64)
+        y = c_contiguous_out(out)
+        status = kernel(Wc.ctypes, Wc.shape[0], y.ctypes)
+        if status != 0:
+            raise _MatchingError(status)
+        return copy_back(out, y)
+
+    max_weight_matching_numba.handles_out = True  # see pm_perm.ops._extern
     return max_weight_matching_numba, _VERSION
 
 

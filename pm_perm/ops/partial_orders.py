@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
+from numba import types
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
@@ -35,11 +36,13 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
-from pm_perm._numba import njit
-from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
-from pm_perm.kernels.partial_orders import check_partial_order_size, partial_orders_core
+from pm_perm.kernels.partial_orders import (
+    check_partial_order_size,
+    make_partial_orders_op_kernel,
+)
 from pm_perm.kernels.permanent import EXACT_MAX_M
+from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -125,7 +128,7 @@ class PartialOrderLoglik(_PartialOrderOp):
     def perform(self, node, inputs, output_storage):
         W, orders = inputs
         self._check_runtime(W, orders)
-        output_storage[0][0] = _values(np.ascontiguousarray(W), np.ascontiguousarray(orders))
+        output_storage[0][0] = _run(W, orders, None, False)[1]
 
     def infer_shape(self, node, input_shapes):
         return [(input_shapes[1][0],)]
@@ -154,8 +157,7 @@ class PartialOrderLoglikSumAndGrad(_PartialOrderOp):
     def perform(self, node, inputs, output_storage):
         W, orders, weights = inputs
         self._check_runtime(W, orders, weights)
-        total, grad = _sum_grad(np.ascontiguousarray(W), np.ascontiguousarray(orders),
-                                np.ascontiguousarray(weights))
+        total, _, grad = _run(W, orders, weights, True)
         output_storage[0][0] = np.asarray(total, dtype=np.float64)
         output_storage[1][0] = grad
 
@@ -191,9 +193,7 @@ class PartialOrderLoglikSum(_PartialOrderOp):
     def perform(self, node, inputs, output_storage):
         W, orders, weights = inputs
         self._check_runtime(W, orders, weights)
-        total = _sum_value(np.ascontiguousarray(W), np.ascontiguousarray(orders),
-                           np.ascontiguousarray(weights))
-        output_storage[0][0] = np.asarray(total, dtype=np.float64)
+        output_storage[0][0] = np.asarray(_run(W, orders, weights, False)[0], dtype=np.float64)
 
     def infer_shape(self, node, input_shapes):
         return [()]
@@ -225,8 +225,7 @@ class PartialOrderLoglikAndGrad(_PartialOrderOp):
     def perform(self, node, inputs, output_storage):
         W, orders, weights = inputs
         self._check_runtime(W, orders, weights)
-        values, grad = _values_grad(np.ascontiguousarray(W), np.ascontiguousarray(orders),
-                                    np.ascontiguousarray(weights))
+        _, values, grad = _run(W, orders, weights, True)
         output_storage[0][0] = values
         output_storage[1][0] = grad
 
@@ -240,121 +239,134 @@ class PartialOrderLoglikAndGrad(_PartialOrderOp):
 
 _loglik = Blockwise(PartialOrderLoglik())
 _sum_and_grad = Blockwise(PartialOrderLoglikSumAndGrad())
-_sum_value = Blockwise(PartialOrderLoglikSum())
 
 
-# ----------------------------------------------------------------------------- kernels used by
-# perform and by the numba implementations (NaN / +inf logits in -> NaN out)
+# ----------------------------------------------------------------------------- the kernel
+# The compiled graphs call the kernel through a C symbol (see pm_perm.ops._extern): the suffix
+# table, the adjoint sweep and the block permanents are compiled once per numba cache, not again
+# inside every PyTensor function that uses the Ops. ``perform`` calls the same compiled kernel.
+
+_F64_PTR = types.CPointer(types.float64)
+_SIGNATURE = types.float64(_F64_PTR, types.intp, types.CPointer(types.int64), types.intp,
+                           _F64_PTR, _F64_PTR, _F64_PTR, types.intc)
+_EXTERN = extern_kernel("pm_perm_partial_orders_kernel", _SIGNATURE,
+                        make_partial_orders_op_kernel(_VERSION))
 
 
-@njit(cache=True)
-def _values(W, orders):
-    n = orders.shape[0]
+def _run(W, orders, weights, want_grad):
+    """``(total, values (n,), gradient (M, M) or None)`` of one core input in Python (NaN for
+    NaN / +inf logits); ``weights`` None: zeros (values only)."""
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    orders = np.ascontiguousarray(orders, dtype=np.int64)
+    M, n = W.shape[0], orders.shape[0]
+    weights = np.zeros(n) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
     values = np.empty(n)
-    if not finite_or_minus_inf(W):
-        values[:] = np.nan
-        return values
-    partial_orders_core(W, orders, np.zeros(n), values, np.empty((0, 0)), False)
-    return values
+    grad = np.empty((M, M) if want_grad else (0, 0))
+    total = _EXTERN()(W, M, orders, n, weights, values, grad, int(want_grad))
+    return total, values, grad if want_grad else None
 
 
-@njit(cache=True)
-def _sum_grad(W, orders, weights):
-    M = W.shape[0]
-    grad = np.empty((M, M))
-    if not finite_or_minus_inf(W):
-        grad[:, :] = np.nan
-        return np.nan, grad
-    values = np.empty(orders.shape[0])
-    return partial_orders_core(W, orders, weights, values, grad, True), grad
+class _ShapeError(StatusError):
+    """The numba implementations' shape errors (see :class:`StatusError`)."""
+
+    messages = (
+        (ValueError, ""),
+        (ValueError, "logits must be square (M, M) with M within the exact limit, and orders "
+                     "(n, M)"),
+        (ValueError, "counts must have one entry per order"),
+        (ValueError, "weights must have one entry per order"),
+    )
 
 
-@njit(cache=True)
-def _values_grad(W, orders, weights):
-    M = W.shape[0]
-    values = np.empty(orders.shape[0])
-    grad = np.empty((M, M))
-    if not finite_or_minus_inf(W):
-        values[:] = np.nan
-        grad[:, :] = np.nan
-        return values, grad
-    partial_orders_core(W, orders, weights, values, grad, True)
-    return values, grad
+def _kernel_numba(max_m, weights_name):
+    """``run(W, orders, weights, values, grad, want_grad) -> total`` in compiled code: checks the
+    shapes (raising ``ValueError``), then calls the C kernel, which writes ``values`` (n,) and,
+    with ``want_grad``, ``grad`` (M, M)."""
+    kernel = _EXTERN().external
+    weights_error = 2 if weights_name == "counts" else 3
+
+    @numba_basic.numba_njit
+    def run(W, orders, weights, values, grad, want_grad):
+        M = W.shape[0]
+        if W.shape[1] != M or M > max_m or orders.shape[1] != M:
+            raise _ShapeError(1)
+        if weights.shape[0] != orders.shape[0]:
+            raise _ShapeError(weights_error)
+        Wc, oc = np.ascontiguousarray(W), np.ascontiguousarray(orders)
+        wc = np.ascontiguousarray(weights)
+        v, g = c_contiguous_out(values), c_contiguous_out(grad)
+        total = kernel(Wc.ctypes, M, oc.ctypes, orders.shape[0], wc.ctypes, v.ctypes, g.ctypes,
+                       want_grad)
+        copy_back(values, v)
+        if want_grad:
+            copy_back(grad, g)
+        return total
+
+    return run
 
 
-@njit(cache=True)
-def _sum_value(W, orders, weights):
-    if not finite_or_minus_inf(W):
-        return np.nan
-    values = np.empty(orders.shape[0])
-    return partial_orders_core(W, orders, weights, values, np.empty((0, 0)), False)
-
-
-@njit(cache=True)
-def _check_shapes(W, orders, max_m):
-    M = W.shape[0]
-    if W.shape[1] != M or M > max_m or orders.shape[1] != M:
-        raise ValueError(
-            "logits must be square (M, M) with M within the exact limit, and orders (n, M)"
-        )
+# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
+# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(PartialOrderLoglik)
 def _numba_partial_order_loglik(op, node, **kwargs):
-    max_m = op.max_m
+    run = _kernel_numba(op.max_m, "counts")
 
     @numba_basic.numba_njit
-    def partial_order_loglik_numba(W, orders):
-        _check_shapes(W, orders, max_m)
-        return _values(np.ascontiguousarray(W), np.ascontiguousarray(orders))
+    def partial_order_loglik_numba(W, orders, out=None):
+        n = orders.shape[0]
+        if out is None:
+            out = np.empty(n)
+        run(W, orders, np.zeros(n), out, np.empty((0, 0)), 0)
+        return out
 
+    partial_order_loglik_numba.handles_out = True
     return partial_order_loglik_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(PartialOrderLoglikSumAndGrad)
 def _numba_partial_order_loglik_sum_and_grad(op, node, **kwargs):
-    max_m = op.max_m
+    run = _kernel_numba(op.max_m, "counts")
 
     @numba_basic.numba_njit
-    def partial_order_loglik_sum_and_grad_numba(W, orders, weights):
-        _check_shapes(W, orders, max_m)
-        if weights.shape[0] != orders.shape[0]:
-            raise ValueError("counts must have one entry per order")
-        total, grad = _sum_grad(np.ascontiguousarray(W), np.ascontiguousarray(orders),
-                                np.ascontiguousarray(weights))
-        return np.array(total, dtype=np.float64), grad
+    def partial_order_loglik_sum_and_grad_numba(W, orders, weights, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(()), np.empty(W.shape)
+        out_v[()] = run(W, orders, weights, np.empty(orders.shape[0]), out_g, 1)
+        return out_v, out_g
 
+    partial_order_loglik_sum_and_grad_numba.handles_out = True
     return partial_order_loglik_sum_and_grad_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(PartialOrderLoglikSum)
 def _numba_partial_order_loglik_sum(op, node, **kwargs):
-    max_m = op.max_m
+    run = _kernel_numba(op.max_m, "counts")
 
     @numba_basic.numba_njit
-    def partial_order_loglik_sum_numba(W, orders, weights):
-        _check_shapes(W, orders, max_m)
-        if weights.shape[0] != orders.shape[0]:
-            raise ValueError("counts must have one entry per order")
-        total = _sum_value(np.ascontiguousarray(W), np.ascontiguousarray(orders),
-                           np.ascontiguousarray(weights))
-        return np.array(total, dtype=np.float64)
+    def partial_order_loglik_sum_numba(W, orders, weights, out=None):
+        if out is None:
+            out = np.empty(())
+        out[()] = run(W, orders, weights, np.empty(orders.shape[0]), np.empty((0, 0)), 0)
+        return out
 
+    partial_order_loglik_sum_numba.handles_out = True
     return partial_order_loglik_sum_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(PartialOrderLoglikAndGrad)
 def _numba_partial_order_loglik_and_grad(op, node, **kwargs):
-    max_m = op.max_m
+    run = _kernel_numba(op.max_m, "weights")
 
     @numba_basic.numba_njit
-    def partial_order_loglik_and_grad_numba(W, orders, weights):
-        _check_shapes(W, orders, max_m)
-        if weights.shape[0] != orders.shape[0]:
-            raise ValueError("weights must have one entry per order")
-        return _values_grad(np.ascontiguousarray(W), np.ascontiguousarray(orders),
-                            np.ascontiguousarray(weights))
+    def partial_order_loglik_and_grad_numba(W, orders, weights, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(orders.shape[0]), np.empty(W.shape)
+        run(W, orders, weights, out_v, out_g, 1)
+        return out_v, out_g
 
+    partial_order_loglik_and_grad_numba.handles_out = True
     return partial_order_loglik_and_grad_numba, _VERSION
 
 

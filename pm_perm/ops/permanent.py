@@ -25,8 +25,6 @@ built) raises ``ValueError``.
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytensor.tensor as pt
 from numba import types
@@ -53,7 +51,7 @@ from pm_perm.kernels.permanent import (
     make_op_kernel,
     memory_budget,
 )
-from pm_perm.ops._extern import extern_kernel
+from pm_perm.ops._extern import StatusError, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -222,13 +220,24 @@ def _kernel(method):
         ensure_parallel_runtime()  # before numba loads the cached callable (see kernels.glynn)
     return _EXTERN[method]()
 
-#: The run-time "too large" messages of the numba implementations (after "M = <M> is beyond").
-_LIMIT_TEXT = {
-    "dp": (" the exact limit EXACT_MAX_M = ", _ADVICE),
-    "glynn": (" GLYNN_MAX_M = ", " of the exact Glynn method (2^(M-1) terms: hours). Use the "
-              "Bethe approximation (method='bethe') or the Huber-Law sampler "
-              "(pm_perm.kernels.huber_law)."),
-}
+
+class _SizeError(StatusError):
+    """The run-time size errors of the numba implementations (symbolic shapes), with the
+    messages of the static checks (see :class:`StatusError`): ``_SizeError(status, *ints)``."""
+
+    messages = (
+        (ValueError, ""),
+        (ValueError, "logits must be square (..., M, M); got {} x {}"),
+        (ValueError, "M = {} is beyond the exact limit EXACT_MAX_M = {}"
+         + _ADVICE.replace("{", "{{").replace("}", "}}")),
+        (ValueError, "M = {} is beyond GLYNN_MAX_M = {} of the exact Glynn method (2^(M-1) "
+                     "terms: hours). Use the Bethe approximation (method='bethe') or the "
+                     "Huber-Law sampler (pm_perm.kernels.huber_law)."),
+    )
+
+
+_NOT_SQUARE = 1
+_TOO_LARGE = {"dp": 2, "glynn": 3}
 
 
 def _run_kernel(W, marginals, method="dp"):
@@ -236,25 +245,21 @@ def _run_kernel(W, marginals, method="dp"):
     W = np.ascontiguousarray(W, dtype=np.float64)
     M = W.shape[0]
     P = np.empty((M, M)) if marginals else W
-    ptr = ctypes.POINTER(ctypes.c_double)
-    kernel = _kernel(method).compiled.ctypes
-    v = kernel(W.ctypes.data_as(ptr), M, P.ctypes.data_as(ptr), int(marginals))
+    v = _kernel(method)(W, M, P, int(marginals))
     return v, (P if marginals else None)
 
 
 def _size_check_numba(max_m, method):
     """The run-time size check of the numba implementations (symbolic shapes), with the same
     message as the static check; returns M."""
-    limit, advice = _LIMIT_TEXT[method]
+    too_large = _TOO_LARGE[method]
 
     @numba_basic.numba_njit
     def checked_m(W):
         if W.shape[0] != W.shape[1]:
-            raise ValueError("logits must be square (..., M, M); got " + str(W.shape[0]) + " x "
-                             + str(W.shape[1]))
+            raise _SizeError(_NOT_SQUARE, W.shape[0], W.shape[1])
         if W.shape[0] > max_m:
-            raise ValueError("M = " + str(W.shape[0]) + " is beyond" + limit + str(max_m)
-                             + advice)
+            raise _SizeError(too_large, W.shape[0], max_m)
         return W.shape[0]
 
     return checked_m

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
+from numba import types
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply, Constant, equal_computations
 from pytensor.graph.op import Op
@@ -30,10 +31,14 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
-from pm_perm._numba import njit
 from pm_perm.kernels._version import code_version
-from pm_perm.kernels.plackett_luce import plackett_luce_core
+from pm_perm.kernels.plackett_luce import (
+    PL_TIE_BLOCK_TOO_LARGE,
+    TIE_BLOCK_MESSAGE,
+    make_plackett_luce_op_kernel,
+)
 from pm_perm.kernels.rank_form import validate_orders
+from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -70,11 +75,16 @@ def _check_runtime(u, orders, g=None):
 
 
 def _run(u, orders, g, want_grad):
-    u, orders = np.ascontiguousarray(u), np.ascontiguousarray(orders)
-    g = np.zeros(orders.shape[0]) if g is None else np.ascontiguousarray(g)
-    values, grad = np.empty(orders.shape[0]), np.empty(u.shape[0])
-    total = plackett_luce_core(u, orders, g, values, grad, want_grad)
-    return total, values, grad
+    """``(total, values (n,), grad (M,))`` of one core input in Python, by the C kernel."""
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    orders = np.ascontiguousarray(orders, dtype=np.int64)
+    n = orders.shape[0]
+    g = np.zeros(n) if g is None else np.ascontiguousarray(g, dtype=np.float64)
+    values, grad, total = np.empty(n), np.empty(u.shape[0]), np.empty(1)
+    status = _EXTERN()(u, u.shape[0], orders, n, g, values, grad, int(want_grad), total)
+    if status != 0:
+        raise ValueError(TIE_BLOCK_MESSAGE)
+    return total[0], values, grad
 
 
 class PlackettLuceLoglik(Op):
@@ -204,52 +214,116 @@ class PlackettLuceLoglikSum(Op):
 # ----------------------------------------------------------------------------- numba
 
 
-@njit(cache=True)
-def _numba_run(u, orders, g, want_grad):
-    if orders.shape[1] != u.shape[0] or g.shape[0] != orders.shape[0]:
-        raise ValueError("Plackett-Luce: orders (n, M), utilities (M,) and weights (n,) disagree")
-    values = np.empty(orders.shape[0])
-    grad = np.empty(u.shape[0])
-    total = plackett_luce_core(np.ascontiguousarray(u), np.ascontiguousarray(orders),
-                               np.ascontiguousarray(g), values, grad, want_grad)
-    return total, values, grad
+# The compiled graphs call the kernel through a C symbol (see pm_perm.ops._extern): compiled once
+# per numba cache, not again inside every PyTensor function that uses the Ops. ``perform`` calls
+# the same compiled kernel (``_run``).
+
+_F64_PTR = types.CPointer(types.float64)
+_SIGNATURE = types.int64(_F64_PTR, types.intp, types.CPointer(types.int64), types.intp, _F64_PTR,
+                         _F64_PTR, _F64_PTR, types.intc, _F64_PTR)
+_EXTERN = extern_kernel("pm_perm_plackett_luce_kernel", _SIGNATURE,
+                        make_plackett_luce_op_kernel(_VERSION))
+
+
+class _PlackettLuceError(StatusError):
+    """The numba implementations' errors by status (see :class:`StatusError`)."""
+
+    messages = (
+        (ValueError, ""),
+        (ValueError, TIE_BLOCK_MESSAGE),
+        (ValueError, "Plackett-Luce: orders (n, M), utilities (M,) and weights (n,) disagree"),
+    )
+
+
+_DISAGREE = 2
+assert PL_TIE_BLOCK_TOO_LARGE == 1  # its message is the first one above
+
+
+def _run_numba():
+    """``run(u, orders, g, want_grad, values, grad) -> total`` in compiled code: writes the
+    per-order values (n,) and the gradient (M,) (filled even without ``want_grad``)."""
+    kernel = _EXTERN().external
+
+    @numba_basic.numba_njit
+    def run(u, orders, g, want_grad, values, grad):
+        M, n = u.shape[0], orders.shape[0]
+        if orders.shape[1] != M or g.shape[0] != n:
+            raise _PlackettLuceError(_DISAGREE)
+        uc, oc, gc = np.ascontiguousarray(u), np.ascontiguousarray(orders), np.ascontiguousarray(g)
+        v, gu, total = c_contiguous_out(values), c_contiguous_out(grad), np.empty(1)
+        status = kernel(uc.ctypes, M, oc.ctypes, n, gc.ctypes, v.ctypes, gu.ctypes, want_grad,
+                        total.ctypes)
+        if status != 0:
+            raise _PlackettLuceError(status)
+        copy_back(values, v)
+        copy_back(grad, gu)
+        return total[0]
+
+    return run
+
+
+# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
+# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(PlackettLuceLoglik)
 def _numba_loglik(op, node, **kwargs):
-    @numba_basic.numba_njit
-    def loglik_numba(u, orders):
-        return _numba_run(u, orders, np.zeros(orders.shape[0]), False)[1]
+    run = _run_numba()
 
+    @numba_basic.numba_njit
+    def loglik_numba(u, orders, out=None):
+        n = orders.shape[0]
+        if out is None:
+            out = np.empty(n)
+        run(u, orders, np.zeros(n), 0, out, np.empty(u.shape[0]))
+        return out
+
+    loglik_numba.handles_out = True
     return loglik_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(PlackettLuceLoglikVJP)
 def _numba_vjp(op, node, **kwargs):
-    @numba_basic.numba_njit
-    def vjp_numba(u, orders, g):
-        return _numba_run(u, orders, g, True)[2]
+    run = _run_numba()
 
+    @numba_basic.numba_njit
+    def vjp_numba(u, orders, g, out=None):
+        if out is None:
+            out = np.empty(u.shape[0])
+        run(u, orders, g, 1, np.empty(orders.shape[0]), out)
+        return out
+
+    vjp_numba.handles_out = True
     return vjp_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(PlackettLuceLoglikAndVJP)
 def _numba_loglik_and_vjp(op, node, **kwargs):
-    @numba_basic.numba_njit
-    def loglik_and_vjp_numba(u, orders, g):
-        _, values, grad = _numba_run(u, orders, g, True)
-        return values, grad
+    run = _run_numba()
 
+    @numba_basic.numba_njit
+    def loglik_and_vjp_numba(u, orders, g, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(orders.shape[0]), np.empty(u.shape[0])
+        run(u, orders, g, 1, out_v, out_g)
+        return out_v, out_g
+
+    loglik_and_vjp_numba.handles_out = True
     return loglik_and_vjp_numba, _VERSION
 
 
 @register_funcify_default_op_cache_key(PlackettLuceLoglikSum)
 def _numba_sum(op, node, **kwargs):
-    @numba_basic.numba_njit
-    def sum_numba(u, orders, counts):
-        total, _, grad = _numba_run(u, orders, counts, True)
-        return np.array(total, dtype=np.float64), grad
+    run = _run_numba()
 
+    @numba_basic.numba_njit
+    def sum_numba(u, orders, counts, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(()), np.empty(u.shape[0])
+        out_v[()] = run(u, orders, counts, 1, np.empty(orders.shape[0]), out_g)
+        return out_v, out_g
+
+    sum_numba.handles_out = True
     return sum_numba, _VERSION
 
 

@@ -168,6 +168,8 @@ def _fit(args, train):
     kwargs = {"components": args.components, "prior_sigma": args.prior_sigma}
     if args.model == "rank-one":
         kwargs["learn_positions"] = args.learn_positions
+    if args.model == "full" and args.fit == "nuts":
+        kwargs["parametrization"] = "auto"  # centred for many ballots per entry of W
     rm = getattr(rmod, MODELS[args.model])(train, **kwargs)
     if args.fit == "map":
         starts = args.starts or (1 if args.components == 1 else 3)
@@ -185,7 +187,8 @@ def _fit(args, train):
     for w in sampler_warnings(diag):
         warnings.warn(w, RuntimeWarning, stacklevel=1)
     sampler = {"draws": args.draws, "tune": args.tune, "chains": args.chains,
-               "target_accept": args.target_accept}
+               "target_accept": args.target_accept, "sampler": idata.attrs.get("pm_perm_sampler"),
+               "parametrization": rm.parametrization}
     return post, diag, sampler
 
 

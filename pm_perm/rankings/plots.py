@@ -64,12 +64,18 @@ def plot_pairwise(Q, item_names, *, order=None, ax=None):
 
 
 def plot_consensus(consensus, item_names, *, ax=None, max_items=6):
-    """Bar chart of the most probable consensus orders (from ``consensus_posterior``)."""
+    """Bar chart of the most probable consensus orders (from ``consensus_posterior``).
+
+    Each bar is labelled with its order's first ``max_items`` items (all with ``None``); the
+    figure widens with the labels (pass short ``item_names`` for long orders)."""
     plt = _plt()
-    fig, ax = (plt.subplots(figsize=(8, 0.5 * len(consensus) + 1.2)) if ax is None
+    n = max((len(order) for order, _ in consensus), default=0)
+    shown = n if max_items is None else min(max_items, n)
+    labels = [" > ".join(item_names[i] for i in order[:shown])
+              + (" > ..." if len(order) > shown else "") for order, _ in consensus]
+    width = 4.5 + 0.06 * max((len(x) for x in labels), default=0)
+    fig, ax = (plt.subplots(figsize=(width, 0.5 * len(consensus) + 1.2)) if ax is None
                else (ax.figure, ax))
-    labels = [" > ".join(item_names[i] for i in order[:max_items])
-              + (" > ..." if len(order) > max_items else "") for order, _ in consensus]
     probs = [p for _, p in consensus]
     ax.barh(range(len(probs)), probs, color="C0")
     ax.set_yticks(range(len(probs)), labels, fontsize=7)

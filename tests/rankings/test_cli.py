@@ -263,3 +263,4 @@ def test_nuts_end_to_end(ballots, tmp_path):
     res = json.loads(out.read_text())
     assert res["diagnostics"]["max_r_hat"] < 1.05 and res["diagnostics"]["divergences"] == 0
     assert res["sampler"]["chains"] == 2 and res["consensus"] == ["A", "B", "C", "D"]
+    assert res["sampler"]["sampler"] == "nutpie"

@@ -5,6 +5,7 @@ import warnings
 import arviz as az
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 import xarray as xr
 
@@ -355,3 +356,87 @@ def test_predictive_ballots_goodness_of_fit(family, builder, K):
     # and the model's data were restored after the call
     if K == 1:
         np.testing.assert_array_equal(rm.model["orders"].get_value(), data.orders)
+
+
+def _transformed_point(model, values):
+    """Values of the model's free variables -> the point of its (transformed) value variables."""
+    point = {}
+    for vv in model.value_vars:
+        rv = model.values_to_rvs[vv]
+        tr = model.rvs_to_transforms.get(rv)
+        x = values[rv.name]
+        x = pt.as_tensor_variable(np.asarray(x, dtype=np.float64))
+        point[vv.name] = np.asarray(tr.forward(x).eval() if tr is not None else x.eval())
+    return point
+
+
+def _double_centred(W):
+    return W - W.mean(-1, keepdims=True) - W.mean(-2, keepdims=True) + W.mean((-2, -1),
+                                                                              keepdims=True)
+
+
+@pytest.mark.parametrize("components", [1, 2])
+def test_centred_full_model_is_the_same_model(components):
+    """The centred density at (u, tau, W) is the non-centred one at (u, tau, delta) with
+    W = dc(u c^T) + tau delta, less the Jacobian log tau^(K (M-1)^2) of delta -> W: the same
+    posterior in other coordinates."""
+    rng = np.random.default_rng(11)
+    data = simulate_rankings(200, logits=rng.normal(size=(4, 4)), length_probs=LENGTHS, rng=3)
+    nc = rmod.full_model(data, components=components)
+    ce = rmod.full_model(data, components=components, parametrization="centered")
+    assert ce.parametrization == "centered" and nc.parametrization == "noncentered"
+    assert "delta_raw" in nc.model.named_vars and "delta_raw" not in ce.model.named_vars
+    lp_nc = nc.model.compile_logp(jacobian=False)
+    lp_ce = ce.model.compile_logp(jacobian=False)
+    K, M = components, 4
+    for _ in range(3):
+        u = rng.normal(size=(K, M))
+        u -= u.mean(-1, keepdims=True)
+        tau = rng.uniform(0.2, 2.0)
+        delta = _double_centred(rng.normal(size=(K, M, M)))
+        lengths = rng.dirichlet(np.ones(M + 1))
+        shared = {"u": u, "tau": tau, "length_probs": lengths}
+        if K > 1:
+            shared["mixture_weights"] = rng.dirichlet(np.ones(K))
+        c = np.linspace(1.0, 0.0, M)
+        W = _double_centred(u[:, :, None] * c) + tau * delta
+        a = lp_nc(_transformed_point(nc.model, {**shared, "delta_raw": delta}))
+        b = lp_ce(_transformed_point(ce.model, {**shared, "W": W}))
+        np.testing.assert_allclose(b, a - K * (M - 1) ** 2 * np.log(tau), rtol=1e-10)
+
+
+def test_centred_full_model_refuses_map_and_auto_picks_by_size():
+    rng = np.random.default_rng(12)
+    small = simulate_rankings(100, logits=rng.normal(size=(4, 4)), length_probs=LENGTHS, rng=1)
+    large = simulate_rankings(160, logits=rng.normal(size=(4, 4)), length_probs=LENGTHS, rng=1)
+    # 10 ballots per entry of the 4 x 4 W: 160
+    assert rmod.full_model(small, parametrization="auto").parametrization == "noncentered"
+    assert rmod.full_model(large, parametrization="auto").parametrization == "centered"
+    with pytest.raises(ValueError, match="no MAP"):
+        rmod.fit_map(rmod.full_model(large, parametrization="centered"))
+    with pytest.raises(ValueError, match="parametrization must be"):
+        rmod.full_model(small, parametrization="centred")
+
+
+def test_fit_nuts_runs_nutpie_with_low_rank_adaptation(monkeypatch):
+    """With nutpie installed, fit_nuts samples with nutpie and its low-rank mass matrix (the
+    full model's W entries are strongly correlated); sampler="pymc" is PyMC's NUTS."""
+    import nutpie
+
+    seen = {}
+    real = nutpie.sample
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(nutpie, "sample", spy)
+    rng = np.random.default_rng(13)
+    data = simulate_rankings(400, logits=rng.normal(size=(3, 3)), length_probs=[0, .5, 0, .5],
+                             rng=2)
+    rm = rmod.full_model(data, parametrization="centered")
+    idata = rmod.fit_nuts(rm, draws=50, tune=50, chains=2, seed=3)
+    assert seen["adaptation"] == "low_rank" and idata.attrs["pm_perm_sampler"] == "nutpie"
+    assert np.all(np.isfinite(idata["posterior"]["W"].values))
+    with pytest.raises(ValueError, match="sampler must be"):
+        rmod.fit_nuts(rm, sampler="stan")

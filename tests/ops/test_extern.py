@@ -1,0 +1,164 @@
+"""PyTensor's compiled graphs call pm_perm's kernels through C symbols (pm_perm.ops._extern), so
+no kernel code is compiled into a graph again; the helpers of pm_perm.ops._extern work."""
+
+import re
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from numba import types
+
+from pm_perm import (
+    ConditionalBernoulli,
+    NChooseK,
+    OrdinalNChooseK,
+    PartialRanking,
+    PermutationExpFamily,
+    PlackettLuce,
+)
+from pm_perm.ops._extern import StatusError, extern_kernel
+from pm_perm.ops.bethe import bethe_log_permanent, bethe_marginals
+from pm_perm.ops.cardinality import conditional_marginals, log_esp
+from pm_perm.ops.matching import max_weight_matching
+from pm_perm.ops.partial_orders import partial_order_loglik, partial_order_loglik_sum
+from pm_perm.ops.permanent import log_permanent, permutation_marginals
+from pm_perm.ops.plackett_luce import plackett_luce_loglik, plackett_luce_loglik_sum
+
+W = pt.matrix("W")
+U = pt.vector("u")
+W0 = np.random.default_rng(0).normal(size=(4, 4))
+U0 = W0[0]
+ORDERS = np.array([[0, 1, -1, -1], [1, 0, 2, 3]])
+
+
+def _with_grad(x, wrt):
+    return [x, pt.grad(x.sum(), wrt)]
+
+
+# (name, inputs, input values, outputs, C symbols the compiled graph must call)
+GRAPHS = [
+    ("log_permanent", [W], [W0], _with_grad(log_permanent(W), W) + [permutation_marginals(W)],
+     ["pm_perm_log_permanent_kernel"]),
+    ("glynn", [W], [W0], _with_grad(log_permanent(W, method="glynn"), W),
+     ["pm_perm_log_permanent_glynn_kernel"]),
+    ("bethe", [W], [W0], _with_grad(bethe_log_permanent(W), W) + [bethe_marginals(W)],
+     ["pm_perm_bethe_kernel"]),
+    ("partial_orders", [W], [W0],
+     [partial_order_loglik(W, ORDERS), *_with_grad(partial_order_loglik_sum(W, ORDERS, [1, 2]), W)],
+     ["pm_perm_partial_orders_kernel"]),
+    ("plackett_luce", [U], [U0],
+     [plackett_luce_loglik(U, ORDERS),
+      *_with_grad(plackett_luce_loglik_sum(U, ORDERS, [1, 2]), U)],
+     ["pm_perm_plackett_luce_kernel"]),
+    ("log_esp", [U], [U0], [*_with_grad(log_esp(U, 2), U),
+                            pytensor.gradient.hessian(log_esp(U, 2), U), conditional_marginals(U, 1)],
+     ["pm_perm_log_esp_kernel"]),
+    ("matching", [W], [W0], [max_weight_matching(W)], ["pm_perm_matching_kernel"]),
+    ("draw exact", [W], [W0], [PermutationExpFamily.dist(W, size=(3,))],
+     ["pm_perm_permutation_draw_kernel"]),
+    ("draw glynn", [W], [W0], [PermutationExpFamily.dist(W, method="glynn")],
+     ["pm_perm_permutation_draw_kernel", "pm_perm_glynn_draw_kernel"]),
+    ("draw bethe", [W], [W0], [PermutationExpFamily.dist(W, method="bethe")],
+     ["pm_perm_huber_law_draw_kernel"]),
+    ("draw PartialRanking", [W], [W0], [PartialRanking.dist(W, length_probs=np.full(5, 0.2))],
+     ["pm_perm_permutation_draw_kernel"]),
+    ("draw PlackettLuce", [U], [U0], [PlackettLuce.dist(U, length_probs=np.full(5, 0.2))],
+     ["pm_perm_plackett_luce_draw_kernel"]),
+    ("draw cardinality", [U], [U0],
+     [ConditionalBernoulli.dist(U, 2), NChooseK.dist(U, np.full(5, 0.2)),
+      OrdinalNChooseK.dist(U, counts=[2, 1, 1])],
+     ["pm_perm_cardinality_draw_kernel"]),
+]
+
+
+def _llvm(f):
+    """LLVM IR of a compiled numba graph function, with every library numba linked into it."""
+    return "".join(f.vm.jit_fn.inspect_llvm().values())
+
+
+@pytest.mark.parametrize("name,inputs,values,outputs,symbols", GRAPHS, ids=[g[0] for g in GRAPHS])
+def test_graphs_call_the_kernels_by_symbol_and_do_not_compile_them(
+        name, inputs, values, outputs, symbols):
+    """The compiled graph declares (calls) each kernel's C symbol and holds no function of
+    ``pm_perm.kernels`` (numba's mangled names hold ``7pm_perm7kernels``): before the C symbols,
+    the Bethe logp+grad graph held 13 such functions and took 7.5 s to compile."""
+    with pytensor.config.change_flags(numba__cache=False):  # compile here, inspectable IR
+        f = pytensor.function(inputs, outputs, mode="NUMBA")
+    f(*values)
+    ir = _llvm(f)
+    for symbol in symbols:
+        assert re.search(rf"^declare .*@{symbol}\(", ir, flags=re.M), symbol
+    kernel_code = [line for line in ir.splitlines() if "7pm_perm7kernels" in line]
+    assert kernel_code == [], kernel_code[:3]
+
+
+def test_the_guard_sees_an_inlined_kernel():
+    """The same check on a graph that calls a kernel by inlining it (a numba wrapper calling an
+    njit kernel directly) finds the kernel's functions: the test above can fail."""
+    from pytensor.graph.basic import Apply
+    from pytensor.graph.op import Op
+    from pytensor.link.numba.dispatch import basic as numba_basic
+    from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+
+    from pm_perm.kernels.permanent import log_permanent_and_marginals_core
+
+    class _Inlined(Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            return Apply(self, [x], [pt.dscalar()])
+
+        def perform(self, node, inputs, output_storage):
+            output_storage[0][0] = np.asarray(0.0)
+
+    @register_funcify_default_op_cache_key(_Inlined)
+    def _numba_inlined(op, node, **kwargs):
+        @numba_basic.numba_njit
+        def inlined(x):
+            return np.array(log_permanent_and_marginals_core(np.ascontiguousarray(x))[0])
+
+        return inlined, 1
+
+    with pytensor.config.change_flags(numba__cache=False):
+        f = pytensor.function([W], _Inlined()(W), mode="NUMBA")
+    assert np.isfinite(f(W0))
+    assert any("7pm_perm7kernels" in line for line in _llvm(f).splitlines())
+
+
+class _Errors(StatusError):
+    messages = ((ValueError, ""), (ValueError, "M = {} is beyond {}"), (RuntimeError, "plain {{}}"))
+
+
+def test_status_error_raises_the_mapped_type_and_message_from_compiled_code():
+    from pm_perm._numba import njit
+
+    @njit
+    def check(status, m):
+        if status != 0:
+            raise _Errors(status, m, 26)
+        return m
+
+    assert check(0, 3) == 3
+    with pytest.raises(ValueError, match=r"^M = 30 is beyond 26$") as info:
+        check(1, 30)
+    assert type(info.value) is ValueError
+    with pytest.raises(RuntimeError, match=r"^plain \{\}$"):
+        check(2, 0)
+
+
+def test_extern_kernel_python_call_checks_its_buffers():
+    f64 = types.CPointer(types.float64)
+
+    def body(x, n, out):
+        for i in range(n):
+            out[i] = 2.0 * x[i]
+        return n
+
+    kernel = extern_kernel("pm_perm_test_double", types.intp(f64, types.intp, f64), body)()
+    x, out = np.arange(3.0), np.empty(3)
+    assert kernel(x, 3, out) == 3 and out.tolist() == [0.0, 2.0, 4.0]
+    with pytest.raises(TypeError, match="C-contiguous float64"):
+        kernel(np.arange(3), 3, out)  # int64 buffer
+    with pytest.raises(TypeError, match="C-contiguous float64"):
+        kernel(np.arange(6.0)[::2], 3, out)
