@@ -45,6 +45,7 @@ from numba import carray, types
 from numba.extending import intrinsic
 
 from pm_perm._numba import cfunc, njit
+from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels.bethe import BETHE_NOT_CONVERGED, bethe_checked_into
 from pm_perm.kernels.cardinality import (
     conditional_covariance_dot_core,
