@@ -11,10 +11,19 @@
    (1,000 tune + 1,000 draws)), including compilation: default sampler (nutpie, numba), nutpie's
    JAX backend, numpyro.
 3. float32 accuracy of the JAX kernels: relative error of log perm at M = 8..20 and of log e_k
-   at D = 1,000 (float32 inputs, float64 reference).
+   at D = 1,000 (float32 inputs, float64 reference); of the partial-order and Plackett-Luce
+   log-likelihoods of all Meath-sized orders and of their gradients.
+4. Ranking data: value + gradient of the count-weighted log-likelihood of ALL orders of a
+   Meath-sized data set (the Meath file ``--meath``, PrefLib ED-00001-00000003, 25,101 distinct
+   top-k orders of M = 14, where present; else 25,000 distinct generated top-k orders of M = 14)
+   under the partial-order likelihood (one 14 x 14 ``W``) and Plackett-Luce (14 utilities),
+   numba vs the JAX CPU path vs the XLA program, with the orders as constants of the graph (as
+   ``pm.sample(nuts_sampler="numpyro" / "blackjax")`` compiles observed data) and as inputs of
+   the compiled function (as nutpie's JAX backend passes ``pm.Data``); and the ``pm.logp`` of
+   ``PartialRanking`` / ``PlackettLuce`` with counts, summed, and its gradient.
 
 Prints the JAX device; runs unchanged on a GPU (``pip install jax[cuda12]``).
-Options: ``--skip-sampling``, ``--skip-kernels``, ``--max-m``.
+Options: ``--skip-sampling``, ``--skip-kernels``, ``--skip-rankings``, ``--max-m``, ``--meath``.
 """
 
 from __future__ import annotations
@@ -85,13 +94,128 @@ def kernels(max_m):
             [rng.normal(size=D), np.int64(D // 10)], 10)
 
 
-def float32_accuracy():
+MEATH = (Path(__file__).resolve().parents[2] / "shared" / "data" / "preflib" / "irish"
+         / "00001-00000003.soi")
+
+
+def meath_orders(path):
+    """``(orders, counts, source)``: the distinct orders of the Meath file, or 25,000 distinct
+    generated top-k orders of M = 14 (full-model draws, ballot lengths skewed short, seed 0)."""
+    from pm_perm.rankings import read_preflib
+
+    if path is not None and Path(path).is_file():
+        data = read_preflib(path)
+        return (np.asarray(data.orders), np.asarray(data.counts, dtype=np.float64),
+                f"{Path(path).name}: {int(data.counts.sum()):,} ballots")
+    from pm_perm.rankings.synthetic import draw_ballots
+
+    rng = np.random.default_rng(0)
+    M = 14
+    W = np.outer(np.linspace(1.5, -1.5, M), np.linspace(1, -1, M)) + rng.normal(size=(M, M))
+    pk = np.r_[0.0, 0.75 ** np.arange(M)]
+    seen, counts = {}, []
+    while len(seen) < 25_000:
+        for y in draw_ballots(20_000, logits=W, length_probs=pk / pk.sum(), rng=rng):
+            key = y.tobytes()
+            if key in seen:
+                counts[seen[key]] += 1
+            elif len(seen) < 25_000:
+                seen[key] = len(counts)
+                counts.append(1)
+    orders = np.frombuffer(b"".join(seen), dtype=np.int64).reshape(-1, M).copy()
+    return orders, np.asarray(counts, dtype=np.float64), "generated (Meath file absent)"
+
+
+def rankings(meath):
+    import pymc as pm
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pm_perm import PartialRanking, PlackettLuce
+    from pm_perm.ops.partial_orders import partial_order_loglik_sum
+    from pm_perm.ops.plackett_luce import plackett_luce_loglik_sum
+
+    orders, counts, source = meath_orders(meath)
+    n, M = orders.shape
+    print(f"ranking data: {source}, {n:,} distinct orders, M = {M}")
+    print("value + gradient of all orders, seconds per call (best of 20); ratios to numba")
+    print(f"{'case':52s} {'numba':>9s} {'JAX cpu':>9s} {'JAX XLA':>9s} {'cpu/numba':>10s} "
+          f"{'XLA/numba':>10s}")
+    rng = np.random.default_rng(3)
+    # static shapes, as in a model (a W of unknown shape would keep the logp's reshape of the
+    # observed orders symbolic: the orders would not be constants of the compiled graph)
+    W, u = pt.tensor("W", shape=(M, M)), pt.tensor("u", shape=(M,))
+    o, c = pt.lmatrix("o"), pt.vector("c")
+    Wv, uv = rng.normal(size=(M, M)), rng.normal(size=M)
+
+    def row(label, inputs, out, x, *data):
+        outs = [out, pt.grad(out, inputs[0])]
+        values = [x, *data]
+        (numba,) = _blocking(pytensor.function(inputs, outs))
+        fns = [numba] + [_compiled(inputs, outs, values, xla) for xla in (False, True)]
+        ref = numba(*values)
+        for f in fns[1:]:  # the same value and gradient (not timed)
+            got = f(*values)
+            assert np.allclose(got[0], ref[0], rtol=1e-10), (label, got[0], ref[0])
+            assert np.allclose(got[1], ref[1], rtol=1e-8, atol=1e-8 * np.abs(ref[1]).max())
+        t = [best_time(lambda f=f: f(*values), 20) for f in fns]
+        print(f"{label:52s} {t[0]:9.3g} {t[1]:9.3g} {t[2]:9.3g} {t[1] / t[0]:10.2f} "
+              f"{t[2] / t[0]:10.2f}", flush=True)
+
+    for name, x, xv, sum_op, dist in [
+        ("partial orders", W, Wv, partial_order_loglik_sum,
+         lambda x: PartialRanking.dist(logits=x, weights=counts)),
+        ("Plackett-Luce", u, uv, plackett_luce_loglik_sum,
+         lambda x: PlackettLuce.dist(utilities=x, weights=counts)),
+    ]:
+        row(f"{name}: loglik_sum, orders constant", [x], sum_op(x, orders, counts), xv)
+        row(f"{name}: loglik_sum, orders as inputs", [x, o, c], sum_op(x, o, c), xv, orders,
+            counts)
+        with warnings.catch_warnings():  # "Skipping Check{...} Op": no parameter checks in JAX
+            warnings.simplefilter("ignore", UserWarning)
+            row(f"{name}: pm.logp(counts) summed", [x], pm.logp(dist(x), orders).sum(), xv)
+
+
+def float32_accuracy(meath):
     """The float32 accuracy of the XLA DPs (traced inside ``xla_only``: what a GPU runs; the
     CPU path computes in float64 whatever the input dtype)."""
     from pm_perm.jax_backend.platform import xla_only
 
     with xla_only():
         _float32_errors()
+        _float32_ranking_errors(meath)
+
+
+def _float32_ranking_errors(meath):
+    import jax
+    import jax.numpy as jnp
+
+    from pm_perm.jax_backend import partial_orders, plackett_luce
+    from pm_perm.kernels.partial_orders import partial_order_loglik_and_grad
+    from pm_perm.kernels.plackett_luce import plackett_luce_loglik_and_grad
+
+    orders, counts, source = meath_orders(meath)
+    M = orders.shape[1]
+    rng = np.random.default_rng(4)
+    print(f"float32 (XLA), all orders of {source}: relative error of the count-weighted "
+          "log-likelihood and max |gradient error| / max |gradient| (3 draws; max)")
+    for name, fns, ref, shape in [
+        ("partial orders", partial_orders.loglik_fns(26, orders)[1],
+         partial_order_loglik_and_grad, (M, M)),
+        ("Plackett-Luce", plackett_luce.loglik_fns(orders)[1], plackett_luce_loglik_and_grad,
+         (M,)),
+    ]:
+        f = jax.jit(lambda x, w, fns=fns: fns(x, orders, w))
+        for scale in (1.0, 3.0):
+            ev, eg = [], []
+            for _ in range(3):
+                x = rng.normal(size=shape) * scale
+                rv, rg = ref(x, orders, counts)
+                v, g = f(jnp.asarray(x, jnp.float32), jnp.asarray(counts, jnp.float32))
+                ev.append(abs(float(v) - rv) / abs(rv))
+                eg.append(float(np.max(np.abs(np.asarray(g, np.float64) - rg)) / np.abs(rg).max()))
+            print(f"  {name}, parameters N(0, {scale:g}^2): value {max(ev):.1e}, "
+                  f"gradient {max(eg):.1e}")
 
 
 def _float32_errors():
@@ -163,7 +287,10 @@ def main(argv=None):
     p.add_argument("--skip-sampling", action="store_true")
     p.add_argument("--skip-kernels", action="store_true",
                    help="skip parts 1 and 3 (kernel timings, float32 accuracy)")
+    p.add_argument("--skip-rankings", action="store_true", help="skip part 4 (ranking data)")
     p.add_argument("--max-m", type=int, default=20)
+    p.add_argument("--meath", default=str(MEATH),
+                   help="PrefLib Meath file (ED-00001-00000003.soi); generated orders if absent")
     args = p.parse_args(argv)
     import jax
 
@@ -172,7 +299,9 @@ def main(argv=None):
     print(f"JAX devices: {jax.devices()}  (x64: {jax.config.jax_enable_x64})")
     if not args.skip_kernels:
         kernels(args.max_m)
-        float32_accuracy()
+        float32_accuracy(args.meath)
+    if not args.skip_rankings:
+        rankings(args.meath)
     if not args.skip_sampling:
         sampling()
 

@@ -2,8 +2,9 @@
 
 For each model of ``tests/jax/test_jax_samplers.py`` (small generated data; the task models:
 learned matching, RankMatch, the ordinal ranker, NChooseK with a Dirichlet count prior; and
-ConditionalBernoulli, PermutationExpFamily exact / Bethe, OrdinalNChooseK), samples with the
-default sampler (nutpie on numba) and with each JAX sampler, 4 chains x (500 tune + 500 draws),
+ConditionalBernoulli, PermutationExpFamily exact / Bethe, OrdinalNChooseK, PartialRanking and
+PlackettLuce on top-k ballots), samples with the default sampler (nutpie on numba) and with
+each JAX sampler, 4 chains x (1,000 tune + 1,000 draws),
 and prints one row per model and sampler: wall time (including compilation), max r_hat over all
 scalars, divergences, and max |posterior mean - default's| / MC standard error of the
 difference. The acceptance bounds (the slow tests) are r_hat <= 1.01, no divergences, and

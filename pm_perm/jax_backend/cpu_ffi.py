@@ -21,6 +21,18 @@ Targets (CPU only):
 * ``pm_perm_bethe``: ``W (..., M, M), tol (), max_iter () -> (value (...), beliefs)``: the numba
   Bethe kernel (with its vertex certificate, CCCP and Newton stages); a fixed point not reached
   within ``max_iter`` sweeps gives NaN (the numba Ops raise instead).
+* ``pm_perm_partial_orders``: ``W (..., M, M), orders (..., n, M), weights (..., n) -> values
+  (..., n)`` or, with two results, ``-> (values, grad (..., M, M))``, the gradient of
+  ``sum_n weights[n] values[n]``: :func:`pm_perm.kernels.partial_orders.partial_orders_core`
+  (NaN for NaN / +inf / too large logits, as the numba Ops).
+* ``pm_perm_plackett_luce``: ``u (..., M), orders (..., n, M), weights (..., n) -> values`` or
+  ``-> (values, grad (..., M))``: :func:`pm_perm.kernels.plackett_luce.plackett_luce_core`; an
+  order with a tie block of more than ``TIE_BLOCK_MAX`` items before its last block (an error
+  in numba) makes that call's values and gradient NaN.
+
+In the two ranking targets the leading dimensions of each input are either those of the values
+or absent (``vmap_method="expand_dims"``: orders and weights shared by a batch of parameters);
+int64 orders and float64 parameters are read in place, without a copy.
 """
 
 from __future__ import annotations
@@ -33,13 +45,17 @@ from numba import carray, types
 from numba.extending import intrinsic
 
 from pm_perm._numba import cfunc, njit
+from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels.bethe import BETHE_NOT_CONVERGED, bethe_checked_into
 from pm_perm.kernels.cardinality import (
     conditional_covariance_dot_core,
     log_esp_and_marginals_core,
     log_esp_core,
 )
+from pm_perm.kernels.partial_orders import partial_orders_core
 from pm_perm.kernels.permanent import checked_value_into
+from pm_perm.kernels.plackett_luce import TIE_BLOCK_MAX, plackett_luce_core
+from pm_perm.kernels.rank_form import order_blocks
 
 __all__ = ["call"]
 
@@ -192,6 +208,85 @@ def _bethe_handler(frame_ptr):
     return 0
 
 
+@njit(cache=True)
+def _orders(addr, M):
+    """The orders buffer as int64 (count, n, M): a view of int64 data, a copy of int32."""
+    dtype, data, size, _ = _buffer(addr)
+    if dtype == _S64:
+        return carray(_i64p(data), (size // M, M))
+    return _load(addr)[0].astype(np.int64).reshape(size // M, M)
+
+
+@njit(cache=True)
+def _ranking_call(frame, P, family):
+    """Shared body of the two ranking targets: ``x`` holds ``P`` parameters per batch entry
+    (``M * M`` logits or ``M`` utilities)."""
+    n_rets = frame[12]
+    args, rets = carray(_i64p(frame[9]), 3), carray(_i64p(frame[14]), n_rets)
+    x = _load(args[0])[0]
+    w, n = _load(args[2])
+    M = _buffer(args[1])[3]
+    orders = _orders(args[1], M)
+    nb = _buffer(rets[0])[2] // max(n, 1) if n > 0 else _buffer(rets[-1])[2] // P
+    want = n_rets == 2
+    values = np.empty(nb * n)
+    grad = np.zeros(nb * P)
+    nx, no, nw = x.size // P, orders.shape[0] // max(n, 1), w.size // max(n, 1)
+    for b in range(nb):
+        xb = x[(b % nx) * P:(b % nx + 1) * P]
+        ob = orders[(b % max(no, 1)) * n:(b % max(no, 1) + 1) * n]
+        wb = w[(b % max(nw, 1)) * n:(b % max(nw, 1) + 1) * n]
+        vb, gb = values[b * n:(b + 1) * n], grad[b * P:(b + 1) * P]
+        if family == 0:
+            Wb = xb.reshape(M, M)
+            if finite_or_minus_inf(Wb):
+                partial_orders_core(Wb, ob, wb, vb, gb.reshape(M, M), want)
+            else:
+                vb[:], gb[:] = np.nan, np.nan
+        elif _tie_blocks_fit(ob):
+            plackett_luce_core(xb, ob, wb, vb, gb, want)
+        else:
+            vb[:], gb[:] = np.nan, np.nan
+    _store(rets[0], values)
+    if want:
+        _store(rets[1], grad)
+
+
+@njit(cache=True)
+def _tie_blocks_fit(orders):
+    """False if an order has a tie block of more than TIE_BLOCK_MAX items before its last block
+    (only possible for M > TIE_BLOCK_MAX + 1)."""
+    M = orders.shape[1]
+    if M <= TIE_BLOCK_MAX + 1:
+        return True
+    seq = np.empty(M, dtype=np.int64)
+    starts = np.empty(M + 1, dtype=np.int64)
+    for r in range(orders.shape[0]):
+        nb = order_blocks(orders[r], seq, starts)
+        for b in range(nb - 1):
+            if starts[b + 1] - starts[b] > TIE_BLOCK_MAX:
+                return False
+    return True
+
+
+def _partial_orders_handler(frame_ptr):
+    frame = carray(frame_ptr, 22)
+    if _answer_metadata(frame):
+        return 0
+    M = _buffer(carray(_i64p(frame[9]), 3)[1])[3]
+    _ranking_call(frame, M * M, 0)
+    return 0
+
+
+def _plackett_luce_handler(frame_ptr):
+    frame = carray(frame_ptr, 22)
+    if _answer_metadata(frame):
+        return 0
+    M = _buffer(carray(_i64p(frame[9]), 3)[1])[3]
+    _ranking_call(frame, M, 1)
+    return 0
+
+
 _SIGNATURE = types.int64(types.CPointer(types.int64))  # XLA_FFI_Error* (NULL: success)
 
 
@@ -199,7 +294,9 @@ _SIGNATURE = types.int64(types.CPointer(types.int64))  # XLA_FFI_Error* (NULL: s
 def _registered(target):
     """Compile (numba, cached on disk) and register the handler of ``target`` once."""
     handler = {"pm_perm_log_permanent": _permanent_handler, "pm_perm_log_esp": _count_handler,
-               "pm_perm_bethe": _bethe_handler}[target]
+               "pm_perm_bethe": _bethe_handler,
+               "pm_perm_partial_orders": _partial_orders_handler,
+               "pm_perm_plackett_luce": _plackett_luce_handler}[target]
     compiled = cfunc(_SIGNATURE, handler, cache=True)
     jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(compiled.address), platform="cpu")
     return target

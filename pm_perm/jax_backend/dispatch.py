@@ -8,11 +8,18 @@ Shapes are static under ``jax.jit``, so size limits are checked when the graph i
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
+from pytensor.graph.basic import Constant
 from pytensor.link.jax.dispatch import jax_funcify
 
-from pm_perm.jax_backend import bethe, cardinality, host, matching, permanent
+from pm_perm.jax_backend import (
+    bethe,
+    cardinality,
+    matching,
+    partial_orders,
+    permanent,
+    plackett_luce,
+)
 from pm_perm.ops import bethe as bethe_ops
 from pm_perm.ops import cardinality as card_ops
 from pm_perm.ops import matching as matching_ops
@@ -112,58 +119,61 @@ def _jax_max_weight_matching(op, node=None, **kwargs):
     return max_weight_matching_jax
 
 
-# ----------------------------------------------------------------------------- host callbacks
+# ----------------------------------------------------------------------------- ranking data
+# (orders known when the graph is compiled are parsed once, for the XLA program)
 
-_po_loglik, _po_sum = host.loglik_fns("partial_orders")
-_pl_loglik, _pl_sum = host.loglik_fns("plackett_luce")
+
+def _const_orders(node):
+    """The orders (input 1) of a core node when they are a constant of the graph, else None."""
+    orders = None if node is None else node.inputs[1]
+    return orders.data if isinstance(orders, Constant) else None
+
+
+def _po_fns(op, node):
+    return partial_orders.loglik_fns(op.max_m, _const_orders(node))
 
 
 @jax_funcify.register(po_ops.PartialOrderLoglik)
 def _jax_partial_order_loglik(op, node=None, **kwargs):
-    return _po_loglik
+    return _po_fns(op, node)[0]
 
 
 @jax_funcify.register(po_ops.PartialOrderLoglikSumAndGrad)
 def _jax_partial_order_sum_and_grad(op, node=None, **kwargs):
-    return _po_sum
+    return _po_fns(op, node)[1]
 
 
 @jax_funcify.register(po_ops.PartialOrderLoglikSum)
 def _jax_partial_order_sum(op, node=None, **kwargs):
-    return lambda W, orders, w: _po_sum(W, orders, w)[0]
-
-
-@jax_funcify.register(pl_ops.PlackettLuceLoglik)
-def _jax_plackett_luce_loglik(op, node=None, **kwargs):
-    return _pl_loglik
-
-
-@jax_funcify.register(pl_ops.PlackettLuceLoglikVJP)
-def _jax_plackett_luce_vjp(op, node=None, **kwargs):
-    return lambda u, orders, g: jax.vjp(lambda x: _pl_loglik(x, orders), u)[1](g)[0]
-
-
-@jax_funcify.register(pl_ops.PlackettLuceLoglikSum)
-def _jax_plackett_luce_sum(op, node=None, **kwargs):
-    return _pl_sum
-
-
-def _values_and_vjp(loglik):
-    """JAX body of the fused Ops (per-order values and the gradient of ``sum_n g_n loglik_n``)
-    that the numba graph rewrites create: the same host kernel as the unfused Ops."""
-
-    def values_and_vjp(x, orders, g):
-        values, vjp = jax.vjp(lambda y: loglik(y, orders), x)
-        return values, vjp(g)[0]
-
-    return values_and_vjp
+    sum_and_grad = _po_fns(op, node)[1]
+    return lambda W, orders, w: sum_and_grad(W, orders, w)[0]
 
 
 @jax_funcify.register(po_ops.PartialOrderLoglikAndGrad)
 def _jax_partial_order_loglik_and_grad(op, node=None, **kwargs):
-    return _values_and_vjp(_po_loglik)
+    return _po_fns(op, node)[2]
+
+
+def _pl_fns(node):
+    return plackett_luce.loglik_fns(_const_orders(node))
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglik)
+def _jax_plackett_luce_loglik(op, node=None, **kwargs):
+    return _pl_fns(node)[0]
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglikVJP)
+def _jax_plackett_luce_vjp(op, node=None, **kwargs):
+    values_and_grad = _pl_fns(node)[2]
+    return lambda u, orders, g: values_and_grad(u, orders, g)[1]
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglikSum)
+def _jax_plackett_luce_sum(op, node=None, **kwargs):
+    return _pl_fns(node)[1]
 
 
 @jax_funcify.register(pl_ops.PlackettLuceLoglikAndVJP)
 def _jax_plackett_luce_loglik_and_vjp(op, node=None, **kwargs):
-    return _values_and_vjp(_pl_loglik)
+    return _pl_fns(node)[2]

@@ -37,30 +37,18 @@ derivatives are not implemented (nor in numba).
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from numba import njit
 
 from pm_perm.jax_backend import cpu_ffi
-from pm_perm.jax_backend._common import valid_logits
+from pm_perm.jax_backend._common import popcount_layers, valid_logits
 from pm_perm.jax_backend.platform import on_platform
 from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 
 __all__ = ["log_permanent", "log_permanent_and_marginals", "permutation_marginals"]
-
-@functools.cache
-def _layers(M: int) -> tuple[np.ndarray, ...]:
-    """Bitmasks of each popcount layer 0..M (int32, increasing)."""
-    masks = np.arange(1 << M, dtype=np.int64)
-    pop = np.zeros_like(masks)
-    for j in range(M):
-        pop += (masks >> j) & 1
-    return tuple(masks[pop == k].astype(np.int32) for k in range(M + 1))
-
 
 def _valid(W):
     return valid_logits(W)
@@ -102,7 +90,7 @@ def _forward(B):
     M = B.shape[0]
     pow2 = jnp.asarray(1 << np.arange(M), dtype=jnp.int32)
     f = jnp.zeros(1 << M, B.dtype).at[0].set(1.0)
-    for k, S in enumerate(_layers(M)[1:], start=1):
+    for k, S in enumerate(popcount_layers(M)[1:], start=1):
         S = jnp.asarray(S)
         f = f.at[S].set(f[S[:, None] ^ pow2] @ B[k - 1])
     return f
@@ -116,7 +104,7 @@ def _marginals(B, f):
     g = jnp.zeros(1 << M, B.dtype).at[full].set(1.0)
     rows = []
     for k in range(M - 1, -1, -1):
-        T = jnp.asarray(_layers(M)[k])
+        T = jnp.asarray(popcount_layers(M)[k])
         G = g[T[:, None] ^ pow2]  # g[T + {j}] for j not in T; zero (layer k-1, unset) otherwise
         rows.append(B[k] * (f[T] @ G))
         if k > 0:

@@ -1,11 +1,12 @@
-"""Which implementation of the exact permanent and count kernels a JAX program runs.
+"""Which implementation of pm_perm's kernels a JAX program runs.
 
-On a CPU, pm_perm's numba kernels run as XLA FFI custom calls (:mod:`pm_perm.jax_backend.cpu_ffi`;
-as fast as the numba path); on every other platform (GPU, TPU), the XLA dynamic programs. Force
-the XLA DPs on the CPU too with the environment variable ``PM_PERM_JAX_XLA=1`` or, in code, by
-tracing inside ``with xla_only():`` (the sharding recipe does, so that XLA can partition the DPs
-over devices). Both are read when a function is traced, i.e. at its first call under
-``jax.jit``, not when it runs.
+For the exact permanent, the count kernels, Bethe, and the partial-order and Plackett-Luce
+likelihoods: on a CPU, pm_perm's numba kernels run as XLA FFI custom calls
+(:mod:`pm_perm.jax_backend.cpu_ffi`; as fast as the numba path); on every other platform (GPU,
+TPU), the XLA programs. Force the XLA programs on the CPU too with the environment variable
+``PM_PERM_JAX_XLA=1`` or, in code, by tracing inside ``with xla_only():`` (the sharding recipe
+does, so that XLA can partition them over devices). Both are read when a function is traced,
+i.e. at its first call under ``jax.jit``, not when it runs.
 """
 
 from __future__ import annotations
@@ -39,11 +40,16 @@ def xla_only():
         _FORCE_XLA.reset(token)
 
 
-def on_platform(args, cpu, xla):
-    """``cpu(*args)`` (a host callback into the numba kernel) when the program runs on a CPU,
+def on_platform(args, cpu, xla, cpu_kernel=None):
+    """``cpu(*args)`` (an FFI call into the numba kernel) when the program runs on a CPU,
     ``xla(*args)`` on every other platform (GPU, TPU) or when :func:`use_cpu_kernel` is False.
     The choice is made when XLA lowers the program for its platform
-    (``jax.lax.platform_dependent``), so only one branch is compiled."""
-    if not use_cpu_kernel():
+    (``jax.lax.platform_dependent``), so only one branch is compiled.
+
+    ``cpu_kernel``: the value of :func:`use_cpu_kernel` to use instead of reading it now. A
+    ``jax.custom_vjp`` backward pass that calls this must pass the value read in its forward
+    pass: JAX traces the backward pass after the function has returned, outside an
+    :func:`xla_only` block around the call."""
+    if not (use_cpu_kernel() if cpu_kernel is None else cpu_kernel):
         return xla(*args)
     return jax.lax.platform_dependent(*args, cpu=cpu, default=xla)

@@ -10,8 +10,9 @@ runs on GPUs/TPUs):
 3. :func:`shard_observations` places the data on a 1-D device mesh, split along the leading
    axis (``NamedSharding(mesh, P("obs"))``); parameters stay replicated.
 4. ``jax.jit(logp)`` (or ``jax.value_and_grad``) on the sharded arrays: XLA's SPMD partitioner
-   runs each device's slice of the per-observation work (the vectorised permanents, count DPs...)
-   where the slice lives and all-reduces the sum. Hand the closure
+   runs each device's slice of the per-observation work (the vectorised permanents, count DPs,
+   the partial-order and Plackett-Luce likelihoods of ballots...) where the slice lives and
+   all-reduces the sum. Hand the closure
    ``lambda p: logp(p, *sharded)`` to blackjax / numpyro's NUTS as the log density.
 
 Requirements: the number of observations must be divisible by the number of devices (pad with
@@ -23,8 +24,12 @@ spans them; each process must build the global arrays from its own shard
 (``jax.make_array_from_process_local_data``) instead of ``device_put``. What a user provides:
 the model with ``pm.Data`` observations, the device list (default all), and, for several hosts,
 the coordinator address and process ids (cluster launchers such as SLURM set them).
-Host-callback Ops (partial orders, Plackett-Luce, the matching) are not sharded: they run on
-the host that owns the data.
+What is not split: the scaling duals of the exact permanent (a host callback on the whole
+batch of logits) and the max-weight matching (a host callback, used only as ``support_point``,
+not in the log density). The partial-order and Plackett-Luce likelihoods have no host part:
+with the ballots (distinct orders and their counts) as ``pm.Data``, each device parses and
+scores its share of the orders, and the parameters' suffix table (``2^M`` entries per logits
+matrix) is computed on every device (tested with ``PartialRanking``).
 """
 
 from __future__ import annotations
@@ -48,10 +53,10 @@ def model_logp_fn(model, data_names, xla=True):
 
     ``params`` maps each name in ``[v.name for v in model.value_vars]`` to its value
     (transformed space). The function is not jitted: jit it after sharding the data.
-    With ``xla=True`` (default) the exact permanent and count kernels are traced as XLA DPs
-    on every platform, CPU included, so XLA partitions them over the devices; their CPU host
-    callbacks (faster on one CPU, see :mod:`pm_perm.jax_backend.platform`) would gather the
-    whole batch onto one device. ``xla=False`` keeps the callbacks (one CPU device).
+    With ``xla=True`` (default) pm_perm's kernels are traced as XLA programs on every platform,
+    CPU included, so XLA partitions them over the devices; their CPU FFI calls (faster on one
+    CPU, see :mod:`pm_perm.jax_backend.platform`) would gather the whole batch onto one device.
+    ``xla=False`` keeps the FFI calls (one CPU device).
     """
     from pymc.sampling.jax import get_jaxified_graph
 

@@ -64,8 +64,8 @@ def _jax_grad_of_sum(inputs, value, *values, argnum=0):
 
 @pytest.fixture(params=["cpu-kernel", "xla"])
 def jax_path(request, monkeypatch):
-    """Both CPU implementations of the permanent and count kernels: the host callback into the
-    numba kernel (default on CPU) and the XLA DP (``PM_PERM_JAX_XLA=1``, what GPUs run)."""
+    """Both CPU implementations of the kernels: the FFI call into the numba kernel (default on
+    CPU) and the XLA program (``PM_PERM_JAX_XLA=1``, what GPUs run)."""
     monkeypatch.setenv("PM_PERM_JAX_XLA", "1" if request.param == "xla" else "0")
     return request.param
 
@@ -210,7 +210,7 @@ def _orders(M):
 
 
 @pytest.mark.parametrize("M", _sizes([3, 5, 7], (5,)))
-def test_partial_order_loglik(M):
+def test_partial_order_loglik(M, jax_path):
     from pm_perm.ops.partial_orders import partial_order_loglik, partial_order_loglik_sum
 
     rng = np.random.default_rng(300 + M)
@@ -229,7 +229,7 @@ def test_partial_order_loglik(M):
 
 
 @pytest.mark.parametrize("M", _sizes([3, 5, 7], (5,)))
-def test_plackett_luce_loglik(M):
+def test_plackett_luce_loglik(M, jax_path):
     from pm_perm.ops.plackett_luce import plackett_luce_loglik, plackett_luce_loglik_sum
 
     rng = np.random.default_rng(400 + M)
@@ -258,19 +258,28 @@ def test_glynn_method_has_no_jax_implementation():
 
 def test_cpu_path_dispatch():
     """On a CPU the lowered program calls the numba kernels (FFI targets) and holds no XLA DP;
-    under ``xla_only`` (``PM_PERM_JAX_XLA=1``) it is the other way round."""
+    under ``xla_only`` (``PM_PERM_JAX_XLA=1``) it is the other way round, and the ranking
+    likelihoods then hold no custom call or callback at all (so XLA can partition them)."""
+    from pm_perm.jax_backend import partial_orders, plackett_luce
     from pm_perm.jax_backend.cardinality import log_esp
     from pm_perm.jax_backend.permanent import log_permanent
     from pm_perm.jax_backend.platform import xla_only
 
     W, th = np.zeros((6, 6)), np.zeros(5)
+    orders, w = _orders(6), np.ones(3)
     for xla in (False, True):
         with xla_only() if xla else contextlib.nullcontext():
             perm = jax.jit(jax.grad(log_permanent)).lower(W).as_text()
             esp = jax.jit(jax.grad(log_esp)).lower(th, 2).as_text()
+            po = jax.jit(partial_orders.loglik_fns(26)[1]).lower(W, orders, w).as_text()
+            pl = jax.jit(plackett_luce.loglik_fns()[1]).lower(W[0], orders, w).as_text()
         assert ("pm_perm_log_permanent" in perm) != xla
         assert ("pm_perm_log_esp" in esp) != xla
         assert (f"tensor<{2 ** 6}x" in perm) == xla  # the XLA DP's subset table
+        assert ("pm_perm_partial_orders" in po) != xla
+        assert ("pm_perm_plackett_luce" in pl) != xla
+        if xla:
+            assert "custom_call" not in po and "custom_call" not in pl
 
 
 def test_cpu_path_float32():

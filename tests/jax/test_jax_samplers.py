@@ -7,7 +7,9 @@ model and independent chains, a false failure needs a 5-sigma MC deviation (p ~ 
 below 1e-5 per model), and the seeds are fixed. r_hat <= 1.01 over every scalar is the
 criterion most exposed to chance: with 4 x 1,000 draws the rank-normalised split r_hat of a
 well-mixed chain has a spread of a few 1e-3 (4 x 500 draws gave 1.0111 once on the NChooseK
-model, with numpyro, so the runs are 4 x (1,000 tune + 1,000 draws)). All are
+model, with numpyro, so the runs are 4 x (1,000 tune + 1,000 draws)). The models: the task
+models and every pm_perm distribution (PartialRanking and PlackettLuce on top-k ballots from
+pm_perm.rankings.synthetic included), each on small generated data. All are
 @pytest.mark.slow (each compiles a JAX model and samples with two samplers: a minute or more
 per case on a shared 2-core machine). ``benchmarks/bench_jax_samplers.py`` prints the same
 comparison as a table.
@@ -167,8 +169,40 @@ def ordinal_task_model():
     return ordinal_model(pad_queries(_split()))
 
 
+def partial_ranking_model():
+    """Top-k ballots of 4 items drawn from the full model (pm_perm.rankings.synthetic), kept as
+    distinct orders with counts in ``pm.Data`` (as pm_perm.rankings.models does), observed
+    through PartialRanking under a ZeroSumNormal item x position W."""
+    from pm_perm.rankings.synthetic import simulate_rankings
+
+    M = 4
+    W_true = np.outer(np.linspace(1.0, -1.0, M), np.linspace(1.5, -1.5, M))
+    data = simulate_rankings(150, logits=W_true, length_probs=[0, 0.3, 0.4, 0.3, 0], rng=10)
+    with pm.Model() as m:
+        orders = pm.Data("orders", data.orders)
+        counts = pm.Data("counts", data.counts.astype(np.float64))
+        W = pm.ZeroSumNormal("W", sigma=1.5, shape=(M, M), n_zerosum_axes=2)
+        pm_perm.PartialRanking("y", logits=W, weights=counts, observed=orders)
+    return m
+
+
+def plackett_luce_model():
+    """Top-k Plackett-Luce ballots of 5 items (pm_perm.rankings.synthetic), distinct orders with
+    counts, under ZeroSumNormal utilities."""
+    from pm_perm.rankings.synthetic import simulate_rankings
+
+    data = simulate_rankings(150, utilities=np.linspace(1.0, -1.0, 5),
+                             length_probs=[0, 0.2, 0.3, 0.3, 0.2, 0], rng=11)
+    with pm.Model() as m:
+        u = pm.ZeroSumNormal("u", sigma=2.0, shape=5)
+        pm_perm.PlackettLuce("y", utilities=u, weights=data.counts, observed=data.orders)
+    return m
+
+
 FAST = {"conditional_bernoulli": cb_model, "permutation": perm_model}
 SLOW = {
+    "partial_ranking": partial_ranking_model,
+    "plackett_luce": plackett_luce_model,
     "permutation_bethe": lambda: perm_model("bethe"),
     "nchoosek_dirichlet": nchoosek_model,
     "ordinal_nchoosek": ordinal_model,

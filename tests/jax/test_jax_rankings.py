@@ -1,0 +1,304 @@
+"""JAX implementations of the partial-order and Plackett-Luce likelihoods against the numba
+kernels (float64, 1e-10): ``pm_perm.jax_backend.{rank_form, partial_orders, plackett_luce}``.
+
+Every case runs on both CPU implementations (the FFI call into the numba kernel, the default on a
+CPU, and the XLA program, ``PM_PERM_JAX_XLA=1``, what GPUs run) and with the orders both as
+constants of the compiled program (parsed once by NumPy, as ``pm.sample(nuts_sampler="numpyro")``
+compiles observed data) and as inputs (parsed by the program, as nutpie's JAX backend passes
+``pm.Data``). Order sets, for M <= 7: every top-k order of every k (all top-k patterns) and
+random tie patterns (blocks of random sizes, the last one maybe unranked), plus invalid rows;
+logits batched (2, 3, M, M) with forbidden (``-inf``) entries. Values, per-order gradients
+(``jax.grad`` of a weighted sum of ``loglik``, what numpyro differentiates), the count-weighted
+sum and its gradient. The default run covers M = 5 (one XLA compilation per case is most of the
+time); M = 1..7 with ``--runslow``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+
+import jax.numpy as jnp  # noqa: E402
+
+from pm_perm.jax_backend import partial_orders, plackett_luce, rank_form  # noqa: E402
+from pm_perm.jax_backend.platform import xla_only  # noqa: E402
+from pm_perm.kernels.partial_orders import partial_orders_core  # noqa: E402
+from pm_perm.kernels.plackett_luce import plackett_luce_core  # noqa: E402
+from pm_perm.reference.permutations import all_permutations  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+TOL = 1e-10
+SIZES = [pytest.param(M, marks=() if M == 5 else pytest.mark.slow) for M in range(1, 8)]
+PATHS = ["cpu-kernel", "xla"]
+
+
+def _path(path):
+    return xla_only() if path == "xla" else contextlib.nullcontext()
+
+
+def top_k_orders(M):
+    """Every top-k order of M items, for every k = 0..M (rank form)."""
+    perms = all_permutations(M)  # perms[r, i]: position of item i
+    rows = [np.where(perms < k, perms, -1) for k in range(M + 1)]
+    return np.unique(np.concatenate(rows), axis=0)
+
+
+def tie_orders(rng, M, n):
+    """``n`` random weak orders: random block sizes, the last block unranked half the time."""
+    out = []
+    for _ in range(n):
+        cuts = np.flatnonzero(rng.random(M - 1) < 0.4) + 1
+        sizes = np.diff(np.concatenate([[0], cuts, [M]]))
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        value = np.repeat(starts, sizes)
+        if rng.random() < 0.5:
+            value[value == starts[-1]] = -1
+        y = np.empty(M, dtype=np.int64)
+        y[rng.permutation(M)] = value
+        out.append(y)
+    return np.unique(np.array(out), axis=0)
+
+
+def invalid_orders(M):
+    rows = [np.full(M, M), np.full(M, -2)]
+    if M >= 2:
+        rows.append(np.r_[1, np.full(M - 1, -1)])  # starts at 1, not 0
+    if M >= 3:
+        rows.append(np.r_[0, 0, 1, np.full(M - 3, -1)])  # value inside a tie block
+    return np.array(rows, dtype=np.int64)
+
+
+def order_set(rng, M):
+    orders = np.concatenate([top_k_orders(M), tie_orders(rng, M, 60), invalid_orders(M)])
+    if len(orders) > 400:  # M = 6, 7: a random subset of the top-k orders keeps the run short
+        keep = np.sort(rng.choice(len(orders) - 4, 400, replace=False))
+        orders = np.concatenate([orders[:-4][keep], orders[-4:]])
+    return orders
+
+
+def logits(rng, shape):
+    """Gaussian logits with forbidden entries, every matrix keeping a feasible matching."""
+    W = rng.normal(scale=2.0, size=shape)
+    M = shape[-1]
+    W[rng.random(W.shape) < 0.15] = -np.inf
+    for w in W.reshape(-1, M, M):
+        w[np.arange(M), rng.permutation(M)] = rng.normal(scale=2.0, size=M)
+    return W
+
+
+FAMILIES = {
+    "partial_orders": (lambda orders: partial_orders.loglik_fns(26, orders), partial_orders_core,
+                       lambda rng, M: logits(rng, (2, 3, M, M)), 2),
+    "plackett_luce": (plackett_luce.loglik_fns, plackett_luce_core,
+                      lambda rng, M: rng.normal(scale=2.0, size=(2, 3, M)), 1),
+}
+
+
+def numba_reference(family, x, orders, w):
+    """Per-order values, weighted sum and gradient of each parameter set of ``x`` (batched)."""
+    _, core, _, core_ndim = FAMILIES[family]
+    batch = x.shape[:x.ndim - core_ndim]
+    flat = x.reshape((-1,) + x.shape[len(batch):])
+    n = orders.shape[0]
+    values, totals, grads = np.empty((len(flat), n)), np.empty(len(flat)), np.empty(flat.shape)
+    for b, xb in enumerate(flat):
+        totals[b] = core(np.ascontiguousarray(xb), orders, w, values[b], grads[b], True)
+    return values.reshape(batch + (n,)), totals.reshape(batch), grads.reshape(x.shape)
+
+
+def _batched(fn, n_batch, n_shared):
+    """``fn(x, *shared)`` vmapped over ``n_batch`` leading dimensions of ``x``."""
+    for _ in range(n_batch):
+        fn = jax.vmap(fn, in_axes=(0,) + (None,) * n_shared)
+    return fn
+
+
+def close(a, b, tol=TOL):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape
+    np.testing.assert_array_equal(np.isinf(a), np.isinf(b))
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    fin = np.isfinite(a)
+    np.testing.assert_allclose(a[fin], b[fin], rtol=tol, atol=tol)
+
+
+def run_jax(family, path, const, x, orders, w):
+    """``(values, total, grad of the sum, jax.grad of sum_n w_n loglik_n)`` on one path."""
+    build, _, _, core_ndim = FAMILIES[family]
+    nb = x.ndim - core_ndim
+    with _path(path):
+        loglik, sum_and_grad, _ = build(orders if const else None)
+
+        def weighted(x, o, w):
+            return jnp.sum(jnp.where(w != 0, w * loglik(x, o), 0.0))
+
+        def everything(x, o, w):  # one program: one compilation per case
+            g = jax.grad(lambda x: jnp.sum(_batched(weighted, nb, 2)(x, o, w)))(x)
+            return (_batched(loglik, nb, 1)(x, o), *_batched(sum_and_grad, nb, 2)(x, o, w), g)
+
+        return jax.jit(everything)(x, orders, w)
+
+
+@pytest.mark.parametrize("const", [True, False], ids=["orders-constant", "orders-input"])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("M", SIZES)
+def test_values_and_gradients_match_numba(M, family, path, const):
+    rng = np.random.default_rng(10 * M + (family == "plackett_luce"))
+    x = FAMILIES[family][2](rng, M)
+    orders = order_set(rng, M)
+    w = rng.integers(0, 4, size=len(orders)).astype(np.float64)
+    n_bad = len(invalid_orders(M))
+    w[-n_bad:] = [0.0, 1.0, 2.0, 0.0][:n_bad]  # invalid rows with and without weight
+    ref_values, ref_total, ref_grad = numba_reference(family, x, orders, w)
+    values, total, grad, g = run_jax(family, path, const, x, orders, w)
+    close(values, ref_values)
+    close(total, ref_total)
+    close(grad, ref_grad)
+    close(g, ref_grad)  # jax.grad of the weighted per-order values: the same gradient
+    assert np.all(np.isfinite(g))  # no NaN from -inf values (impossible or invalid orders)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_invalid_parameters_give_nan(path):
+    """NaN / +inf / too large logits, logits with no permutation, non-finite utilities: NaN
+    values, sums and gradients, as the numba Ops; an impossible order: -inf and a finite
+    gradient; weight 0 on an invalid row keeps the sum finite."""
+    M = 4
+    orders = np.array([[0, 1, -1, -1], [1, 0, 2, 3], [0, 0, 2, -1], [9, 9, 9, 9]])
+    w = np.array([1.0, 2.0, 1.0, 0.0])
+    for family, bad in [("partial_orders", [np.nan, np.inf, 2e300, "no permutation"]),
+                        ("plackett_luce", [np.nan, np.inf, -np.inf])]:
+        x = np.stack([FAMILIES[family][2](np.random.default_rng(0), M)[0, 0]] * len(bad))
+        for b, v in enumerate(bad):
+            if v == "no permutation":
+                x[b, 2] = -np.inf  # item 2 fits no position
+            else:
+                x[b].flat[1] = v
+        values, total, grad, g = run_jax(family, path, True, x, orders, w)
+        assert np.isnan(values).all() and np.isnan(total).all() and np.isnan(grad).all()
+        assert np.isnan(g).all()
+    W = np.zeros((M, M))
+    W[0, 0] = -np.inf  # item 0 never first: orders 0 and 2 are impossible
+    values, total, grad, g = run_jax("partial_orders", path, True, W, orders, w)
+    ref_values, ref_total, ref_grad = numba_reference("partial_orders", W, orders, w)
+    close(values, ref_values)
+    assert values[0] == -np.inf and values[3] == -np.inf and total == -np.inf
+    close(grad, ref_grad)
+    close(g, ref_grad)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_extreme_parameters_stay_exact(path):
+    """Logits / utilities hundreds of nats apart (a sampler's warm-up visits them): every value
+    finite where numba's is (the XLA programs work in log space) and equal to it."""
+    rng = np.random.default_rng(5)
+    M = 6
+    orders = np.concatenate([top_k_orders(M)[::7], tie_orders(rng, M, 30)])
+    w = np.ones(len(orders))
+    for family, x in [("partial_orders", rng.normal(size=(2, M, M)) * 500.0),
+                      ("plackett_luce", rng.normal(size=(2, M)) * 500.0)]:
+        ref_values, ref_total, ref_grad = numba_reference(family, x, orders, w)
+        values, total, grad, _ = run_jax(family, path, True, x, orders, w)
+        assert np.isfinite(values).all()
+        close(values, ref_values)
+        close(total, ref_total)
+        close(grad, ref_grad, tol=1e-8)
+
+
+@pytest.mark.parametrize("family, const", [
+    ("partial_orders", True), ("plackett_luce", False),
+    pytest.param("partial_orders", False, marks=pytest.mark.slow),
+    pytest.param("plackett_luce", True, marks=pytest.mark.slow)])
+def test_tie_blocks_in_batches(family, const, monkeypatch):
+    """Many tie blocks: with a tiny batch budget the XLA program evaluates them in checkpointed
+    ``lax.map`` batches (by block, or by order for orders given as inputs): same values and
+    gradients."""
+    monkeypatch.setattr(rank_form, "TIE_BATCH_ELEMENTS", 64)
+    rng = np.random.default_rng(6)
+    M = 6
+    x = FAMILIES[family][2](rng, M)[0]
+    orders = tie_orders(rng, M, 80)
+    w = rng.integers(1, 4, size=len(orders)).astype(np.float64)
+    ref = numba_reference(family, x, orders, w)
+    for got, want in zip(run_jax(family, "xla", const, x, orders, w)[:3], ref, strict=True):
+        close(got, want)
+
+
+def test_plackett_luce_tie_block_beyond_the_limit(monkeypatch):
+    """A tie block beyond TIE_BLOCK_MAX before the last block (numba raises): ValueError when
+    the orders are constants, NaN for all orders when they are inputs (XLA program)."""
+    monkeypatch.setattr(plackett_luce, "TIE_BLOCK_MAX", 2)
+    orders = np.array([[0, 0, 0, 3, -1], [0, 1, -1, -1, -1]])
+    u = np.zeros(5)
+    with pytest.raises(ValueError, match="TIE_BLOCK_MAX"):
+        plackett_luce.loglik_fns(orders)
+    with xla_only():
+        values = jax.jit(plackett_luce.loglik_fns()[0])(u, orders)
+    assert np.isnan(values).all()
+
+
+def test_parser_matches_numba():
+    """The in-program parser of orders given as inputs: the same validity, blocks and position
+    order as the numba parser, on random rows (mostly invalid) and valid top-k / tie rows."""
+    rng = np.random.default_rng(7)
+    parse = jax.jit(lambda o: (rank_form.blocks_jax(o),
+                               rank_form.position_order(rank_form.blocks_jax(o))))
+    for M in (1, 2, 4, 7):
+        rows = np.concatenate([rng.integers(-1, M + 1, size=(3000, M)), top_k_orders(min(M, 5))
+                               if M <= 5 else tie_orders(rng, M, 1), tie_orders(rng, M, 300)])
+        rows = np.concatenate([rows, np.maximum(rows[:, ::-1], -1)]).astype(np.int64)
+        (want, seq) = rank_form.blocks_numpy(rows)
+        got, got_seq = parse(rows)
+        assert want.valid.mean() > 0.05
+        for a, b in zip(want, got, strict=True):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(seq[want.valid], np.asarray(got_seq)[want.valid])
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_float32_accuracy(family):
+    """float32 on the XLA program (a GPU in float32 mode) against the float64 numba kernel:
+    relative error of the count-weighted sum below 1e-5, of the gradient (max error over max
+    entry) below 1e-4 (measured: at most 3e-8 and 6e-7 here; benchmarks/bench_jax.py reports
+    them on all Meath orders, up to 1.2e-7 and 4.7e-5)."""
+    rng = np.random.default_rng(8)
+    M = 6
+    build, _, params, _ = FAMILIES[family]
+    x = params(rng, M)[0, 0]
+    if family == "partial_orders":
+        x = np.where(np.isfinite(x), x, -3.0)  # finite logits: float32 relative errors
+    orders = np.concatenate([top_k_orders(M)[::5], tie_orders(rng, M, 50)])
+    w = rng.integers(1, 50, size=len(orders)).astype(np.float64)
+    _, ref_total, ref_grad = numba_reference(family, x, orders, w)
+    with xla_only():
+        total, grad = jax.jit(build(orders)[1])(jnp.asarray(x, jnp.float32), orders,
+                                                jnp.asarray(w, jnp.float32))
+    assert total.dtype == jnp.float32 and grad.dtype == jnp.float32
+    assert abs(float(total) - ref_total) <= 1e-5 * abs(ref_total)
+    assert np.max(np.abs(np.asarray(grad, np.float64) - ref_grad)) <= 1e-4 * np.abs(ref_grad).max()
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_xla_only_covers_the_backward_pass(family):
+    """A function that calls the likelihood inside ``xla_only()`` and is differentiated outside
+    it (as the sharding recipe's ``model_logp_fn`` is) gets the XLA program in its backward
+    pass too: JAX traces that pass after the call, so the choice made in the forward pass is
+    carried to it (regression: the backward pass called the CPU kernel, and XLA gathered the
+    sharded orders onto one device for it)."""
+    build, _, params, _ = FAMILIES[family]
+    x = params(np.random.default_rng(9), 4)[0, 0]
+    orders = top_k_orders(4)[::3]
+    loglik = build(None)[0]
+
+    def f(x, o):
+        with xla_only():
+            return jnp.sum(loglik(x, o))
+
+    text = jax.jit(jax.grad(f)).lower(x, orders).as_text()
+    assert "custom_call" not in text
