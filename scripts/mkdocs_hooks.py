@@ -4,10 +4,6 @@
   npm package ``katex`` at a pinned version, checked against its SHA-256. The package is fetched
   once with ``npm pack`` into ``.cache/`` (not in git), or taken from ``$PM_PERM_KATEX_TGZ`` (a
   path to the same ``.tgz``). The site then renders its math with no network access.
-* Pages written on other branches: the nav names pages that parallel work adds
-  (``PENDING_PAGES``). Until a page exists, its nav entry is dropped with an INFO line, so
-  ``mkdocs build --strict`` passes before and after those pages land. Any other missing page
-  is still an error.
 * Docstrings on the API pages are numpydoc with a few reStructuredText constructs that
   mkdocstrings leaves as text: ``.. math::`` blocks and ``:math:`` roles (turned into KaTeX
   math), Sphinx cross-reference roles such as ``:func:`` (dropped, keeping the name as code),
@@ -34,38 +30,6 @@ ROOT = Path(__file__).resolve().parents[1]
 KATEX_VERSION = "0.16.47"
 KATEX_SHA256 = "ad2d1ab2f7fcc227019784320e8a2c5218ff6bb333b36df4136d10365ae29375"
 KATEX_FILES = ("katex.min.js", "katex.min.css", "contrib/auto-render.min.js", "fonts")
-PENDING_PAGES = {
-    "guide/rankings.md",        # issue 18: rank items from ballots
-    "guide/rankings_data.md",   # issue 18: ranking data / ballots
-    "api/rankings.md",          # issue 18: API of pm_perm.rankings
-    "guide/backends.md",        # issue 21: JAX backends
-    "guide/performance.md",     # issue 20: first use and speed
-}
-
-
-def _prune(nav, docs_dir):
-    """Drop nav entries of pending pages that do not exist yet (recursively)."""
-    kept = []
-    for entry in nav:
-        target = next(iter(entry.values())) if isinstance(entry, dict) else entry
-        if isinstance(target, list):
-            children = _prune(target, docs_dir)
-            if children:
-                kept.append({next(iter(entry)): children})
-            continue
-        if target in PENDING_PAGES and not (Path(docs_dir) / target).exists():
-            log.info("nav: %s is not written yet (parallel work); entry left out", target)
-            continue
-        kept.append(entry)
-    return kept
-
-
-def on_config(config):
-    if config.get("nav"):
-        config["nav"] = _prune(config["nav"], config["docs_dir"])
-    return config
-
-
 def _katex_tarball() -> Path:
     given = os.environ.get("PM_PERM_KATEX_TGZ")
     if given:

@@ -380,7 +380,7 @@ class PermutationExpFamily(pm.Discrete):
         to 5,000, differentiable, for find_MAP / NUTS on large problems. Its draws are EXACT
         (Huber-Law accept-reject, M <= ``HUBER_LAW_MAX_M``), and raise ``RuntimeError`` when the
         weights are too spread for the sampler's work budget ``max_work``.
-    max_work : int, default ``HUBER_LAW_MAX_WORK`` = 1e8
+    max_work : int, default 1e8 (``HUBER_LAW_MAX_WORK``)
         ``method="bethe"`` only: the work budget of one exact Huber-Law draw, in trials x M^2
         elementary steps (about 1-5 s on one core; 2,500 trials at M = 200, capped at
         ``HUBER_LAW_MAX_TRIALS`` = 1e6). A draw that needs more raises ``RuntimeError``
