@@ -116,7 +116,8 @@ def main(argv=None):
     print("PPC share outside the 90% band:", report["ppc_share_outside_90"])
     fig, _ = plots.plot_ppc(ppc, names)
     fig.savefig(out / "rankings_meath_nuts_ppc.png", dpi=100)
-    short = [n.split(" ", 1)[1] if " " in n else n for n in names]  # "Johnny Brady F.F." -> "Brady F.F."
+    # "Johnny Brady F.F." -> "Brady F.F."
+    short = [n.split(" ", 1)[1] if " " in n else n for n in names]
     fig, _ = plots.plot_consensus(consensus, short, max_items=None)
     fig.savefig(out / "rankings_meath_nuts_consensus.png", dpi=100, bbox_inches="tight")
     print(json.dumps(report, indent=1))

@@ -471,7 +471,6 @@ class PermutationExpFamily(pm.Discrete):
         return _logp(value, logits, log_permanent(logits))
 
 
-
 def _logp(value, logits, log_z):
     M = logits.shape[-1]
     cols = pt.arange(M)

@@ -446,7 +446,7 @@ def _current_header(src):
     header = {}
     names = {}
     k = 0
-    for k, (lineno, line) in enumerate(src.lines):
+    for k, (lineno, line) in enumerate(src.lines):  # noqa: B007 (k: first line after the header)
         if not line.lstrip().startswith("#"):
             break
         key, sep, value = line.lstrip()[1:].partition(":")

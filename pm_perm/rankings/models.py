@@ -531,8 +531,8 @@ def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
     correlations between the entries of ``W`` that a diagonal mass matrix cannot: on Meath about
     half the leapfrog steps of the diagonal adaptation) or ``"pymc"`` (PyMC's NUTS, chains in
     processes). Other keyword arguments go to ``pm.sample`` (e.g. ``cores``, or ``nuts=`` with
-    options of the NUTS implementation, such as nutpie's ``adaptation``). For large data use the centred full model
-    (``full_model(..., parametrization="centered")``).
+    options of the NUTS implementation, such as nutpie's ``adaptation``). For large data use the
+    centred full model (``full_model(..., parametrization="centered")``).
 
     Returns
     -------

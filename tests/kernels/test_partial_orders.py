@@ -84,7 +84,8 @@ def enum_grad(W, orders, weights):
         return np.einsum("k,kij->ij", p, onehot)
 
     full = expect(np.ones(perms.shape[0], bool))
-    return sum(w * (expect(consistent_mask(y)) - full) for y, w in zip(orders, weights, strict=True))
+    return sum(w * (expect(consistent_mask(y)) - full)
+               for y, w in zip(orders, weights, strict=True))
 
 
 @pytest.mark.parametrize("M", range(1, 8))
