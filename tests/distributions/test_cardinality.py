@@ -459,7 +459,6 @@ def test_model_logp_and_gradient_compile_natively_in_numba():
     np.testing.assert_allclose(g_n, g_p, rtol=1e-10, atol=1e-12)
 
 
-
 def _simulated_nck(seed=0, N=200, D=6):
     theta = np.linspace(-1, 1, D)
     pk = np.array([0.05, 0.15, 0.5, 0.2, 0.1, 0.0, 0.0])
