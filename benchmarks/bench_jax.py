@@ -293,9 +293,12 @@ def main(argv=None):
                    help="PrefLib Meath file (ED-00001-00000003.soi); generated orders if absent")
     args = p.parse_args(argv)
     import jax
+    import pytensor.link.jax.dispatch  # noqa: F401  (turns on float64 with floatX = float64)
 
     import pm_perm  # noqa: F401  (registers the JAX implementations)
 
+    # (printed after PyTensor's JAX linker is imported: before, x64 reads False though every
+    # graph below is compiled in float64)
     print(f"JAX devices: {jax.devices()}  (x64: {jax.config.jax_enable_x64})")
     if not args.skip_kernels:
         kernels(args.max_m)
