@@ -2,7 +2,7 @@
 environment (no system site packages, no extras): every ``pm-perm`` subcommand and model must run
 with the dependencies the package declares (it once failed with ``No module named 'sklearn'``).
 
-Marked ``packaging`` (run with ``--packaging``; ``.ci/run`` runs it as its second step): the
+Marked ``packaging`` (run with ``--packaging``; ``.ci/run`` runs it beside the test suite): the
 install takes one to two minutes even from pip's cache.
 """
 
