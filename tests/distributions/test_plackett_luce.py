@@ -10,17 +10,7 @@ from scipy import stats
 
 import pm_perm
 from pm_perm.kernels.plackett_luce import plackett_luce_loglik as loglik_np
-from pm_perm.reference.permutations import all_permutations
-
-
-def _top_k_orders(M):
-    """Every top-k ballot of M items, k = 0..M, in rank form (one pmf's whole support)."""
-    perms = all_permutations(M)
-    out = []
-    for k in range(M + 1):
-        y = np.where(perms >= k, -1, perms)
-        out.append(np.unique(y, axis=0))
-    return np.concatenate(out)
+from tests.rankings._brute import every_top_k_order
 
 
 def test_logp_matches_kernel_with_weights():
@@ -61,7 +51,7 @@ def test_length_probs_logp_is_a_pmf_over_ballots():
     u = np.array([0.5, -0.3, 0.0, 1.0])
     lp = np.array([0.05, 0.3, 0.25, 0.1, 0.3])
     y = pm_perm.PlackettLuce.dist(utilities=u, length_probs=lp)
-    orders = _top_k_orders(4)
+    orders = every_top_k_order(4)
     assert np.exp(pm.logp(y, orders).eval()).sum() == pytest.approx(1.0, abs=1e-12)
 
 
@@ -82,7 +72,7 @@ def test_draws_goodness_of_fit_top_k():
     y = pm_perm.PlackettLuce.dist(utilities=u, length_probs=lp, size=20_000)
     draws = pm.draw(y, random_seed=5)
     assert draws.shape == (20_000, 3) and draws.dtype == np.int64
-    orders = _top_k_orders(3)
+    orders = every_top_k_order(3)
     probs = np.exp(pm.logp(pm_perm.PlackettLuce.dist(utilities=u, length_probs=lp),
                            orders).eval())
     index = {tuple(o): k for k, o in enumerate(orders.tolist())}

@@ -28,7 +28,7 @@ from pm_perm.jax_backend import partial_orders, plackett_luce, rank_form  # noqa
 from pm_perm.jax_backend.platform import xla_only  # noqa: E402
 from pm_perm.kernels.partial_orders import partial_orders_core  # noqa: E402
 from pm_perm.kernels.plackett_luce import plackett_luce_core  # noqa: E402
-from pm_perm.reference.permutations import all_permutations  # noqa: E402
+from tests.rankings._brute import every_top_k_order, random_tie_orders  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -41,29 +41,6 @@ def _path(path):
     return xla_only() if path == "xla" else contextlib.nullcontext()
 
 
-def top_k_orders(M):
-    """Every top-k order of M items, for every k = 0..M (rank form)."""
-    perms = all_permutations(M)  # perms[r, i]: position of item i
-    rows = [np.where(perms < k, perms, -1) for k in range(M + 1)]
-    return np.unique(np.concatenate(rows), axis=0)
-
-
-def tie_orders(rng, M, n):
-    """``n`` random weak orders: random block sizes, the last block unranked half the time."""
-    out = []
-    for _ in range(n):
-        cuts = np.flatnonzero(rng.random(M - 1) < 0.4) + 1
-        sizes = np.diff(np.concatenate([[0], cuts, [M]]))
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        value = np.repeat(starts, sizes)
-        if rng.random() < 0.5:
-            value[value == starts[-1]] = -1
-        y = np.empty(M, dtype=np.int64)
-        y[rng.permutation(M)] = value
-        out.append(y)
-    return np.unique(np.array(out), axis=0)
-
-
 def invalid_orders(M):
     rows = [np.full(M, M), np.full(M, -2)]
     if M >= 2:
@@ -74,7 +51,8 @@ def invalid_orders(M):
 
 
 def order_set(rng, M):
-    orders = np.concatenate([top_k_orders(M), tie_orders(rng, M, 60), invalid_orders(M)])
+    orders = np.concatenate([every_top_k_order(M), random_tie_orders(rng, M, 60),
+                             invalid_orders(M)])
     if len(orders) > 400:  # M = 6, 7: a random subset of the top-k orders keeps the run short
         keep = np.sort(rng.choice(len(orders) - 4, 400, replace=False))
         orders = np.concatenate([orders[:-4][keep], orders[-4:]])
@@ -199,7 +177,7 @@ def test_extreme_parameters_stay_exact(path):
     finite where numba's is (the XLA programs work in log space) and equal to it."""
     rng = np.random.default_rng(5)
     M = 6
-    orders = np.concatenate([top_k_orders(M)[::7], tie_orders(rng, M, 30)])
+    orders = np.concatenate([every_top_k_order(M)[::7], random_tie_orders(rng, M, 30)])
     w = np.ones(len(orders))
     for family, x in [("partial_orders", rng.normal(size=(2, M, M)) * 500.0),
                       ("plackett_luce", rng.normal(size=(2, M)) * 500.0)]:
@@ -223,7 +201,7 @@ def test_tie_blocks_in_batches(family, const, monkeypatch):
     rng = np.random.default_rng(6)
     M = 6
     x = FAMILIES[family][2](rng, M)[0]
-    orders = tie_orders(rng, M, 80)
+    orders = random_tie_orders(rng, M, 80)
     w = rng.integers(1, 4, size=len(orders)).astype(np.float64)
     ref = numba_reference(family, x, orders, w)
     for got, want in zip(run_jax(family, "xla", const, x, orders, w)[:3], ref, strict=True):
@@ -250,8 +228,10 @@ def test_parser_matches_numba():
     parse = jax.jit(lambda o: (rank_form.blocks_jax(o),
                                rank_form.position_order(rank_form.blocks_jax(o))))
     for M in (1, 2, 4, 7):
-        rows = np.concatenate([rng.integers(-1, M + 1, size=(3000, M)), top_k_orders(min(M, 5))
-                               if M <= 5 else tie_orders(rng, M, 1), tie_orders(rng, M, 300)])
+        rows = np.concatenate([rng.integers(-1, M + 1, size=(3000, M)),
+                               every_top_k_order(min(M, 5)) if M <= 5
+                               else random_tie_orders(rng, M, 1),
+                               random_tie_orders(rng, M, 300)])
         rows = np.concatenate([rows, np.maximum(rows[:, ::-1], -1)]).astype(np.int64)
         (want, seq) = rank_form.blocks_numpy(rows)
         got, got_seq = parse(rows)
@@ -273,7 +253,7 @@ def test_float32_accuracy(family):
     x = params(rng, M)[0, 0]
     if family == "partial_orders":
         x = np.where(np.isfinite(x), x, -3.0)  # finite logits: float32 relative errors
-    orders = np.concatenate([top_k_orders(M)[::5], tie_orders(rng, M, 50)])
+    orders = np.concatenate([every_top_k_order(M)[::5], random_tie_orders(rng, M, 50)])
     w = rng.integers(1, 50, size=len(orders)).astype(np.float64)
     _, ref_total, ref_grad = numba_reference(family, x, orders, w)
     with xla_only():
@@ -293,7 +273,7 @@ def test_xla_only_covers_the_backward_pass(family):
     sharded orders onto one device for it)."""
     build, _, params, _ = FAMILIES[family]
     x = params(np.random.default_rng(9), 4)[0, 0]
-    orders = top_k_orders(4)[::3]
+    orders = every_top_k_order(4)[::3]
     loglik = build(None)[0]
 
     def f(x, o):

@@ -16,6 +16,7 @@ from pm_perm.kernels.partial_orders import (
 from pm_perm.kernels.permanent import EXACT_MAX_M, log_permanent
 from pm_perm.reference.permutations import all_permutations
 from pm_perm.reference.rankings import consistent_mask, partial_order_logp_enum
+from tests.rankings._brute import random_tie_orders
 
 
 def random_logits(rng, M, batch=(), scale=2.0, forbid=0.15):
@@ -50,22 +51,6 @@ def top_k_orders(rng, M, k, n):
     for _ in range(n):
         y = np.full(M, -1, dtype=np.int64)
         y[rng.permutation(M)[:k]] = np.arange(k)
-        out.append(y)
-    return np.unique(np.array(out), axis=0)
-
-
-def random_tie_orders(rng, M, n):
-    """Random weak orders: a random composition of M into blocks, last block maybe unranked."""
-    out = []
-    for _ in range(n):
-        cuts = np.flatnonzero(rng.random(M - 1) < 0.4) + 1
-        sizes = np.diff(np.concatenate([[0], cuts, [M]]))
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        value = np.repeat(starts, sizes)
-        if rng.random() < 0.5:
-            value[value == starts[-1]] = -1
-        y = np.empty(M, dtype=np.int64)
-        y[rng.permutation(M)] = value
         out.append(y)
     return np.unique(np.array(out), axis=0)
 

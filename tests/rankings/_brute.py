@@ -11,6 +11,30 @@ from scipy.special import logsumexp
 from pm_perm.reference.permutations import all_permutations
 
 
+def every_top_k_order(M):
+    """Every top-k order of M items, for every k = 0..M (rank form), each once, sorted."""
+    perms = all_permutations(M)  # perms[r, i]: position of item i
+    rows = [np.where(perms < k, perms, -1) for k in range(M + 1)]
+    return np.unique(np.concatenate(rows), axis=0)
+
+
+def random_tie_orders(rng, M, n):
+    """Up to ``n`` random weak orders (distinct, sorted): a random composition of M into blocks,
+    the last block unranked half the time."""
+    out = []
+    for _ in range(n):
+        cuts = np.flatnonzero(rng.random(M - 1) < 0.4) + 1
+        sizes = np.diff(np.concatenate([[0], cuts, [M]]))
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        value = np.repeat(starts, sizes)
+        if rng.random() < 0.5:
+            value[value == starts[-1]] = -1
+        y = np.empty(M, dtype=np.int64)
+        y[rng.permutation(M)] = value
+        out.append(y)
+    return np.unique(np.array(out), axis=0)
+
+
 def consistent(order, perms):
     """Boolean mask over ``perms`` (P, M) of the complete rankings consistent with ``order``."""
     order = np.asarray(order)

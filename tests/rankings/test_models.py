@@ -11,7 +11,7 @@ import xarray as xr
 
 from pm_perm.rankings import models as rmod
 from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
-from tests.rankings._brute import mixture_loglik
+from tests.rankings._brute import every_top_k_order, mixture_loglik
 
 LENGTHS = [0.0, 0.3, 0.3, 0.0, 0.4]  # top-1, top-2 and complete ballots of 4 items
 
@@ -313,19 +313,6 @@ def test_observed_ballots_give_the_same_map_as_the_potential(family, builder):
     assert abs(lls[0] - lls[1]) < 1e-9 * abs(lls[1])
 
 
-def _all_partial_ballots(M):
-    """Every top-k ballot of M items, k = 0..M (rank form), as an (n, M) array."""
-    from itertools import permutations
-
-    rows = []
-    for k in range(M + 1):
-        for items in permutations(range(M), k):
-            y = np.full(M, -1)
-            y[list(items)] = np.arange(k)
-            rows.append(y)
-    return np.array(rows)
-
-
 @pytest.mark.parametrize("family, builder, K", [
     ("full", rmod.full_model, 1), ("plackett-luce", rmod.plackett_luce_model, 1),
     ("full", rmod.full_model, 2)])
@@ -351,7 +338,7 @@ def test_predictive_ballots_goodness_of_fit(family, builder, K):
     name = "u" if family == "plackett-luce" else "W"
     params = prior[name].values[0, 0]
     weights = prior["mixture_weights"].values[0, 0] if K > 1 else np.ones(1)
-    cells = _all_partial_ballots(M)
+    cells = every_top_k_order(M)
     ll, _ = mixture_loglik(family, params, weights, cells)
     expected = N * lp[(cells >= 0).sum(axis=1)] * np.exp(ll)
     assert expected.sum() == pytest.approx(N)
