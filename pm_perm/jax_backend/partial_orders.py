@@ -49,9 +49,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from pm_perm.jax_backend import cpu_ffi, rank_form
+from pm_perm.jax_backend import rank_form
 from pm_perm.jax_backend._common import logsumexp, popcount_layers, valid_logits
-from pm_perm.jax_backend.platform import on_platform
 
 __all__ = ["log_suffix_table", "loglik_fns"]
 
@@ -179,16 +178,6 @@ def _xla(W, blocks, groups, w):
     return values if w is None else (values, jnp.where(good, grad, jnp.nan))
 
 
-def _ffi(W, o, w, want_grad):
-    """The numba kernel as an XLA FFI custom call (CPU)."""
-    n = o.shape[-2]
-    shapes = [jax.ShapeDtypeStruct(W.shape[:-2] + (n,), W.dtype)]
-    if want_grad:
-        shapes.append(jax.ShapeDtypeStruct(W.shape, W.dtype))
-    out = cpu_ffi.call("pm_perm_partial_orders", shapes, W, o, w, vmap_method="expand_dims")
-    return tuple(out) if want_grad else out[0]
-
-
 def loglik_fns(max_m, orders=None):
     """``(loglik, sum_and_grad, values_and_grad)`` of the partial-order Ops
     (:func:`pm_perm.jax_backend.rank_form.loglik_fns`): ``W`` (M, M), orders (n, M), weights
@@ -208,14 +197,5 @@ def loglik_fns(max_m, orders=None):
             return _xla(W, rank_form.Blocks(*(jnp.asarray(a) for a in const)), groups, w)
         return _xla(W, rank_form.blocks_jax(o), None, w)
 
-    def values(cpu, W, o):
-        _check(W, o, max_m)
-        w = jnp.zeros(o.shape[:-1], W.dtype)
-        return on_platform((W, o, w), lambda W, o, w: _ffi(W, o, w, False),
-                           lambda W, o, w: xla(W, o, None), cpu)
-
-    def values_and_grad(cpu, W, o, w):
-        _check(W, o, max_m)
-        return on_platform((W, o, w), lambda W, o, w: _ffi(W, o, w, True), xla, cpu)
-
-    return rank_form.loglik_fns(values, values_and_grad)
+    return rank_form.loglik_fns("pm_perm_partial_orders", 2,
+                                lambda W, o: _check(W, o, max_m), xla)

@@ -40,9 +40,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from pm_perm.jax_backend import cpu_ffi, rank_form
+from pm_perm.jax_backend import rank_form
 from pm_perm.jax_backend._common import logsumexp, popcount_layers
-from pm_perm.jax_backend.platform import on_platform
 from pm_perm.kernels.plackett_luce import TIE_BLOCK_MAX
 
 __all__ = ["loglik_fns"]
@@ -122,16 +121,6 @@ def _xla(u, blocks, seq_t, groups, w):
     return jnp.where(good, values, jnp.nan), jnp.where(good, grad, jnp.nan)
 
 
-def _ffi(u, o, w, want_grad):
-    """The numba kernel as an XLA FFI custom call (CPU)."""
-    n = o.shape[-2]
-    shapes = [jax.ShapeDtypeStruct(u.shape[:-1] + (n,), u.dtype)]
-    if want_grad:
-        shapes.append(jax.ShapeDtypeStruct(u.shape, u.dtype))
-    out = cpu_ffi.call("pm_perm_plackett_luce", shapes, u, o, w, vmap_method="expand_dims")
-    return tuple(out) if want_grad else out[0]
-
-
 def loglik_fns(orders=None):
     """``(loglik, sum_and_grad, values_and_grad)`` of the Plackett-Luce Ops
     (:func:`pm_perm.jax_backend.rank_form.loglik_fns`): utilities (M,), orders (n, M), weights
@@ -162,14 +151,4 @@ def loglik_fns(orders=None):
             raise ValueError(f"orders have {o.shape[-1]} items but utilities have "
                              f"{u.shape[-1]}")
 
-    def values(cpu, u, o):
-        check(u, o)
-        w = jnp.zeros(o.shape[:-1], u.dtype)
-        return on_platform((u, o, w), lambda u, o, w: _ffi(u, o, w, False),
-                           lambda u, o, w: xla(u, o, None), cpu)
-
-    def values_and_grad(cpu, u, o, w):
-        check(u, o)
-        return on_platform((u, o, w), lambda u, o, w: _ffi(u, o, w, True), xla, cpu)
-
-    return rank_form.loglik_fns(values, values_and_grad)
+    return rank_form.loglik_fns("pm_perm_plackett_luce", 1, check, xla)

@@ -27,7 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from pm_perm._numba import njit
-from pm_perm.jax_backend.platform import use_cpu_kernel
+from pm_perm.jax_backend import cpu_ffi
+from pm_perm.jax_backend.platform import on_platform, use_cpu_kernel
 from pm_perm.kernels.rank_form import order_blocks
 
 __all__ = ["Blocks", "TIE_BATCH_ELEMENTS", "TieGroup", "blocks_jax", "blocks_numpy",
@@ -303,13 +304,27 @@ def traced_tie_sum(block_values, x, per_order, blocks, limit):
     return _traced_ties(block_values, limit, x, per_order, blocks, jnp.sum(big > bounds))
 
 
-def loglik_fns(values, values_and_grad):
+def _ffi(target, param_ndim, x, o, w, want_grad):
+    """The family's numba kernel as an XLA FFI custom call (CPU): per-order values
+    ``x.shape[:-param_ndim] + (n,)`` and, with ``want_grad``, the gradient (``x.shape``)."""
+    shapes = [jax.ShapeDtypeStruct(x.shape[:x.ndim - param_ndim] + o.shape[-2:-1], x.dtype)]
+    if want_grad:
+        shapes.append(jax.ShapeDtypeStruct(x.shape, x.dtype))
+    out = cpu_ffi.call(target, shapes, x, o, w, vmap_method="expand_dims")
+    return tuple(out) if want_grad else out[0]
+
+
+def loglik_fns(target, param_ndim, check, xla):
     """``(loglik, sum_and_grad, values_and_grad)``, the JAX bodies of a family of rank-form
-    likelihood Ops, from the family's ``values(cpu, x, orders) -> (n,)`` and
-    ``values_and_grad(cpu, x, orders, w) -> ((n,), x.shape)`` (the gradient of
-    ``sum_n w_n values_n``; rows of weight 0 or invalid add nothing, as in the numba kernels),
-    where ``cpu`` is :func:`pm_perm.jax_backend.platform.use_cpu_kernel` as read when the
-    function is called (the backward passes use the forward pass's value):
+    likelihood Ops. The family gives its FFI ``target`` (:mod:`pm_perm.jax_backend.cpu_ffi`),
+    the number of trailing axes of one parameter ``x`` (2 for a logits matrix, 1 for
+    utilities), ``check(x, orders)`` (raises on shapes the kernel refuses) and its XLA program
+    ``xla(x, orders, w)``: the per-order values (``w`` None) or ``(values, gradient of
+    sum_n w_n values_n)``. On a CPU the FFI call runs, elsewhere the XLA program
+    (:func:`pm_perm.jax_backend.platform.on_platform`); rows of weight 0 or invalid add nothing
+    to the gradient, as in the numba kernels. The platform choice (``cpu``, i.e.
+    :func:`pm_perm.jax_backend.platform.use_cpu_kernel`) is read when a function is called, and
+    the backward passes use the forward pass's value:
 
     * ``loglik(x, orders) -> (n,)``, whose ``jax.grad`` is ``values_and_grad`` with the
       cotangent as weights (the forward pass keeps no residual but the inputs);
@@ -320,6 +335,17 @@ def loglik_fns(values, values_and_grad):
 
     Second derivatives are not implemented (as in numba).
     """
+
+    def values(cpu, x, o):
+        check(x, o)
+        w = jnp.zeros(o.shape[:-1], x.dtype)
+        return on_platform((x, o, w), lambda x, o, w: _ffi(target, param_ndim, x, o, w, False),
+                           lambda x, o, w: xla(x, o, None), cpu)
+
+    def values_and_grad(cpu, x, o, w):
+        check(x, o)
+        return on_platform((x, o, w), lambda x, o, w: _ffi(target, param_ndim, x, o, w, True),
+                           xla, cpu)
 
     @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
     def loglik(cpu, x, o):
