@@ -1,10 +1,38 @@
-"""Shared pytest configuration: the ``slow`` mark and the location of the shared data."""
+"""Shared pytest configuration: the backend tests compile on, the ``slow`` mark, the shared data.
+
+The backend. A user's model compiles with PyTensor's default backend, numba: every new graph costs
+numba type inference and LLVM code generation, about 0.3 s per node (a ranking model's gradient
+graph 15-20 s), once per machine and graph (later runs load it from the cache). A fresh test run
+compiles about a thousand distinct graphs, and that was two thirds of its CPU time. So tests run
+their PyTensor graphs on PyTensor's Python linker (``PY_MODE``: the same ``fast_run`` rewrites
+but fusion, each Op's ``perform``, which calls the same compiled pm_perm kernels), which compiles
+nothing, unless they are marked ``numba``:
+
+- tests whose subject is the compiled path: the numba implementation of each Op and random
+  variable (tests/ops/* and the draws of tests/distributions/test_conformance.py pass
+  ``mode="NUMBA"`` themselves or are marked), the messages a user of the default backend reads,
+  the failure catalogue of docs/guide/failures.md;
+- tests that run a graph many times (NUTS, nutpie, several processes), where compiled code wins;
+- the documentation's code blocks (tests/test_docs_examples.py), which run as a user runs them.
+
+``--all-numba`` runs every test on the default backend instead (what the suite did before; it
+passes too, in about twice the time on a fresh machine).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytensor
 import pytest
+from pytensor.compile.mode import Mode
+from pytensor.graph.rewriting.db import RewriteDatabaseQuery
+from pytensor.link.vm import VMLinker
+
+# PyTensor's Python linker with the default rewrites, less fusion (a fused Elemwise runs a Python
+# loop per element in ``perform``); FAST_COMPILE would also drop rewrites a user's graph gets.
+PY_MODE = Mode(VMLinker(use_cloop=False, c_thunks=False),
+               RewriteDatabaseQuery(include=["fast_run", "py_only"], exclude=["fusion"]))
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -19,6 +47,9 @@ def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", default=False, help="run tests marked slow")
     parser.addoption("--packaging", action="store_true", default=False,
                      help="run the tests marked packaging (empty-venv install; .ci/run's 2nd step)")
+    parser.addoption("--all-numba", action="store_true", default=False,
+                     help="compile every test's graphs with PyTensor's default numba backend, not "
+                     "only the tests marked numba (the others use the Python linker)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,6 +66,16 @@ def pytest_collection_modifyitems(config, items):
         if group and item.get_closest_marker("xdist_group") is None:
             name = item.nodeid if item.path.name in SPLIT_PER_TEST else str(item.path)
             item.add_marker(pytest.mark.xdist_group(name))
+
+
+@pytest.fixture(autouse=True)
+def _pytensor_backend(request):
+    """PyTensor's Python linker for the test, unless it is marked ``numba`` (module docstring)."""
+    if request.config.getoption("--all-numba") or request.node.get_closest_marker("numba"):
+        yield
+        return
+    with pytensor.config.change_flags(mode=PY_MODE):
+        yield
 
 
 @pytest.fixture(scope="session")

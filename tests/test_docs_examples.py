@@ -41,6 +41,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.numba  # the pages' code runs as a user runs it (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 

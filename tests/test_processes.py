@@ -7,6 +7,8 @@ import xarray as xr
 
 from pm_perm import PermutationExpFamily, edge_logits
 
+pytestmark = pytest.mark.numba  # sampling: compiled code wins (tests/conftest.py)
+
 
 def _model(seed=0, N=40, M=5):
     rng = np.random.default_rng(seed)

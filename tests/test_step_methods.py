@@ -16,6 +16,8 @@ from scipy.special import logsumexp
 
 from pm_perm.step_methods import PermutationSwapMetropolis, is_permutation_rv
 
+pytestmark = pytest.mark.numba  # sampling: compiled code wins (tests/conftest.py)
+
 
 class _TinyPermRV(RandomVariable):
     name = "tiny_perm"

@@ -84,6 +84,7 @@ def test_conditional_bernoulli_extreme_logits(cb_logp):
         np.testing.assert_allclose(lp, lp_ref, atol=1e-10)
 
 
+@pytest.mark.numba  # many evaluations: compiled code wins
 def test_conditional_bernoulli_gradient():
     rng = np.random.default_rng(0)
     Y = np.array([[1, 0, 1, 0, 0], [0, 1, 1, 0, 0]])

@@ -80,13 +80,14 @@ _COMPILED = {}
 
 
 def _compiled(name):
-    """(draw, logp, params) compiled functions of a family (numba backend, the default)."""
+    """(draw, logp, params) compiled functions of a family: draws by the numba backend (the
+    default), logp and the parameters by the test's backend (tests/conftest.py)."""
     if name not in _COMPILED:
         inputs, rv = _family(name)
         value = pt.tensor("value", shape=rv.type.shape, dtype="int64")
         node = rv.owner
         _COMPILED[name] = (
-            pytensor.function(inputs, rv),
+            pytensor.function(inputs, rv, mode="NUMBA"),
             pytensor.function([*inputs, value], pm.logp(rv, value)),
             pytensor.function(inputs, node.op.dist_params(node)),
             node.op,
@@ -190,6 +191,7 @@ GOOD = [
 ]
 
 
+@pytest.mark.numba  # a batch of values: compiled code wins
 @pytest.mark.parametrize("case", GOOD, ids=[c[0] for c in GOOD])
 def test_non_integer_values_get_minus_inf(case):
     """Every entry of a value in the support shifted by 0.4, -0.4, 1e-9, NaN or inf."""
@@ -220,6 +222,7 @@ def test_rank_form_non_integer_values_are_not_truncated(make):
     assert lp[0] == -np.inf and np.all(np.isfinite(lp[1:]))
 
 
+@pytest.mark.numba  # draws of the default backend
 def test_valid_parameters_still_draw():
     for _, make, _ in GOOD[:-1]:
         rv = make()

@@ -211,6 +211,7 @@ def test_find_map_gradient_and_predictive():
         assert np.all(np.sort(yp, -1) == np.arange(5))
 
 
+@pytest.mark.numba  # sampling: compiled code wins
 def test_nuts_pymc_slice_and_posterior_predictive():
     x, theta, y = _matching_data(1)
     with pm.Model():

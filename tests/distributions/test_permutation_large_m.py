@@ -129,6 +129,7 @@ def test_glynn_draws_past_the_dp_budget_chi_square_at_m4(mode, monkeypatch):
     assert stats.chi2.sf(chi2, 23) > 1e-4
 
 
+@pytest.mark.numba  # the messages a user of the default backend reads
 def test_glynn_method_limits():
     PermutationExpFamily.dist(logits=np.zeros((30, 30)), method="glynn")  # accepted
     with pytest.raises(ValueError, match="GLYNN_MAX_M = 32"):

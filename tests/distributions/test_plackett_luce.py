@@ -92,6 +92,7 @@ def test_complete_draws_and_support_point():
     np.testing.assert_array_equal(sp, [-1, 0, -1, -1])
 
 
+@pytest.mark.numba  # the messages a user of the default backend reads
 def test_bad_parameters():
     with pytest.raises(ValueError, match="weights must be non-negative integers"):
         pm_perm.PlackettLuce.dist(utilities=np.zeros(3), weights=[1.5])

@@ -124,6 +124,7 @@ def test_nan_in_nan_out():
     assert all(np.all(np.isnan(v)) for v in f(infeasible))
 
 
+@pytest.mark.numba  # the messages a user of the default backend reads
 def test_size_limit_and_shape_errors():
     with pytest.raises(ValueError, match="M = 27 items.*Plackett-Luce"):
         partial_order_loglik(pt.tensor("W", shape=(27, 27)), np.zeros((1, 27), dtype=int))

@@ -186,6 +186,7 @@ def test_fusion_keeps_methods_apart():
     np.testing.assert_allclose(g, kernel_both(x)[1], atol=1e-13)
 
 
+@pytest.mark.numba  # the messages a user of the default backend reads
 def test_glynn_limits_and_the_dp_message_names_glynn():
     W = pt.matrix("W")
     with pytest.raises(ValueError, match="GLYNN_MAX_M = 32"):

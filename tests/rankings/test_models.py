@@ -428,6 +428,7 @@ def test_centred_full_model_refuses_map_and_auto_picks_by_size():
         rmod.full_model(small, parametrization="centred")
 
 
+@pytest.mark.numba  # nutpie runs compiled graphs
 def test_fit_nuts_runs_nutpie_with_low_rank_adaptation(monkeypatch):
     """With nutpie installed, fit_nuts samples with nutpie and its low-rank mass matrix (the
     full model's W entries are strongly correlated); sampler="pymc" is PyMC's NUTS."""
