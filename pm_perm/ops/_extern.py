@@ -27,10 +27,16 @@ the graph raises. :class:`StatusError` makes that raise cheap to compile.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
+import hashlib
+import inspect
+import os
+import tempfile
 from typing import NamedTuple
 
+import numba
 import numpy as np
 from llvmlite import binding as ll
 from numba import types
@@ -88,11 +94,43 @@ def extern_kernel(symbol: str, signature, py_func):
 
     @functools.cache
     def ensure():
-        compiled = cfunc(signature, py_func, cache=True)
+        with _one_compiler(symbol, py_func):
+            compiled = cfunc(signature, py_func, cache=True)
         ll.add_symbol(symbol, compiled.address)
         return ExternKernel(compiled, types.ExternalFunction(symbol, signature))
 
     return ensure
+
+
+@contextlib.contextmanager
+def _one_compiler(symbol, py_func):
+    """Let one process at a time compile or load the kernel ``symbol`` for a given numba cache.
+
+    Processes that start together on an empty cache (parallel test workers, sampler processes)
+    would each compile the same kernel (seconds to tens of seconds of CPU each); under this
+    lock the first compiles and saves it, and the others wait and load it from the cache.
+    An exclusive ``flock`` on a file in the temporary folder named after the symbol, the numba
+    cache folder and the kernel's source file; released when the process ends. Where there is
+    no ``fcntl`` (Windows) or the file cannot be opened, it does nothing.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    key = f"{symbol}|{numba.config.CACHE_DIR}|{inspect.getsourcefile(py_func)}"
+    name = f"pm_perm-{os.getuid()}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
+    try:
+        handle = open(os.path.join(tempfile.gettempdir(), name), "a")  # noqa: SIM115
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class StatusError(Exception):

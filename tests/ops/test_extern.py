@@ -1,7 +1,10 @@
 """PyTensor's compiled graphs call pm_perm's kernels through C symbols (pm_perm.ops._extern), so
 no kernel code is compiled into a graph again; the helpers of pm_perm.ops._extern work."""
 
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytensor
@@ -163,3 +166,17 @@ def test_extern_kernel_python_call_checks_its_buffers():
         kernel(np.arange(3), 3, out)  # int64 buffer
     with pytest.raises(TypeError, match="C-contiguous float64"):
         kernel(np.arange(6.0)[::2], 3, out)
+
+
+def test_processes_on_an_empty_cache_compile_a_kernel_once(tmp_path):
+    """Two processes that need the same kernel at the same time on an empty numba cache: one
+    compiles it, the other waits for the lock and loads it from the cache (one cache hit in
+    all; without the lock both would compile, as pytest-xdist's workers did)."""
+    code = ("import pm_perm.ops.matching as m; "
+            "print(m._EXTERN().compiled.cache_hits)")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    hits = sorted(int(p.communicate(timeout=300)[0].split()[-1]) for p in procs)
+    assert [p.returncode for p in procs] == [0, 0]
+    assert hits == [0, 1]
