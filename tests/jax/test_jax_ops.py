@@ -43,6 +43,8 @@ def _sizes(sizes, default):
 
 
 def _both_modes(inputs, outputs, *values):
+    """The outputs by the test's backend (the Python linker unless --all-numba: the numba kernels
+    through each Op's perform, tests/conftest.py) and by the JAX backend."""
     numba = pytensor.function(inputs, outputs)(*values)
     jx = pytensor.function(inputs, outputs, mode="JAX")(*values)
     return numba, jx
