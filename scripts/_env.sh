@@ -29,8 +29,8 @@ fi
 STAMP="$VENV/.installed-${PM_PERM_EXTRAS:-base}"
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   echo "==> installing pm_perm[${PM_PERM_EXTRAS:-}] into .venv"
-  # uv (installed into the venv by pip) installs the same packages in a few seconds where pip
-  # takes about 40 s (mostly unpacking and byte-compiling jax, scipy, pymc); pip does it when uv
+  # uv (installed into the venv by pip) installs the same packages in about 5 s where pip took
+  # 38 s with its download cache warm (docs/benchmarks.md, "First use"); pip does it when uv
   # cannot be had. (This machine's pip config names optional local mirrors: drop the "is
   # ignored" noise.)
   { { "$VENV/bin/python" -m pip install -q uv &&
