@@ -1,6 +1,7 @@
 """The console command after a plain ``pip install`` of this checkout into an EMPTY virtual
-environment (no system site packages, no extras): every ``pm-perm`` subcommand and model must run
-with the dependencies the package declares (it once failed with ``No module named 'sklearn'``).
+environment (no system site packages, no extras): every ``pm-perm`` subcommand (``rank`` with each
+model, ``rankings``) must run with the dependencies the package declares (it once failed with
+``No module named 'sklearn'``).
 
 Marked ``packaging`` (run with ``--packaging``; ``.ci/run`` runs it beside the test suite): the
 install takes one to two minutes even from pip's cache.
@@ -68,3 +69,16 @@ def test_console_command_in_empty_venv(tmp_path):
         assert proc.returncode == 0, f"pm-perm rank --model {model} failed:\n{proc.stderr[-3000:]}"
         test_metrics = json.loads(out.read_text())["test"]
         assert test_metrics and all(0.0 <= v <= 1.0 for v in test_metrics.values()), test_metrics
+    # the ranking-data command on a PrefLib file of partial ballots
+    from pm_perm.rankings.data import write_preflib
+    from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
+
+    ballots = simulate_rankings(300, logits=rank_one_logits([2.0, 1.0, 0.0, -1.0]),
+                                length_probs=[0, 0.4, 0.3, 0, 0.3], rng=0, item_names="ABCD")
+    write_preflib(ballots, tmp_path / "ballots.soi")
+    out = tmp_path / "rankings.json"
+    proc = subprocess.run([exe, "rankings", "ballots.soi", "--fit", "map", "--json", str(out)],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"pm-perm rankings failed:\n{proc.stderr[-3000:]}"
+    result = json.loads(out.read_text())
+    assert result["n_rankings"] == 300 and sorted(result["consensus"]) == list("ABCD")
