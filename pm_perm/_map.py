@@ -10,6 +10,14 @@ ranking models that compilation, not the optimisation, dominates a fit. Here the
 and its gradient are compiled once as one function and the prior scale (the ``pm.Data``
 container ``"prior_sigma"``) is changed between L-BFGS-B runs, each starting from the previous
 optimum (the ranking log-posteriors are concave, so the optimum does not depend on the start).
+
+Both compile on PyTensor's Python linker by default (:mod:`pm_perm._modes`): a MAP fit evaluates
+its graph a few hundred times, and numba's compilation of a ranking model's value-and-gradient
+graph (10-30 s on a new machine) was most of a first fit. Each Op's ``perform`` calls the same
+compiled, disk-cached kernels, so a warm fit costs about the same (0.8-1.1x on the ranking and
+matching models; 2x on a 3-bloc mixture: 1.8 s against 0.9 s). A graph with a ``Blockwise`` over
+thousands of small matrices per evaluation (RankMatch) loops over them in Python there, and
+compiles with numba instead (``mode=None``).
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 from scipy.optimize import minimize
+
+from pm_perm._modes import PYTHON_MODE
 
 __all__ = [
     "CompiledMAP",
@@ -83,7 +93,8 @@ def check_lbfgs_memory(maxcor):
     return int(maxcor)
 
 
-def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=None, maxcor=10):
+def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=None, maxcor=10,
+             mode=PYTHON_MODE):
     """MAP of ``var`` for each prior scale in ``sigmas``; the best by ``score`` (or the first).
 
     Parameters
@@ -104,6 +115,13 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
         L-BFGS-B memory (number of stored corrections; scipy's default 10). Ill-conditioned
         posteriors (strongly correlated features) converge in far fewer iterations with more,
         at O(maxcor n) extra work per iteration.
+    mode : pytensor Mode or str, optional
+        How the log-posterior and gradient are compiled. Default: PyTensor's Python linker
+        (:data:`pm_perm._modes.PYTHON_MODE`; no compilation, so a fit on a new machine starts
+        in a second instead of after 10-30 s of numba compilation, and costs about the same
+        once running). ``None`` is PyTensor's default backend (numba), for graphs whose Python
+        overhead per evaluation is large (e.g. a ``Blockwise`` over thousands of small
+        matrices).
 
     Returns
     -------
@@ -122,7 +140,7 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
         A fit did not converge (:func:`check_optimum`); no estimate is returned.
     """
     check_lbfgs_memory(maxcor)
-    fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True)
+    fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True, mode=mode)
     x = np.zeros(int(np.prod(model.initial_point()[var].shape)))
     if start is not None:
         x = np.asarray(start, dtype=np.float64).reshape(x.shape).copy()
@@ -170,15 +188,20 @@ class CompiledMAP:
     ----------
     model : pymc.Model
         With continuous free variables only.
+    mode : pytensor Mode or str, optional
+        How the value-and-gradient function is compiled: PyTensor's Python linker by default
+        (as :func:`map_path`); ``None`` for PyTensor's default backend (numba).
 
     Notes
     -----
-    Cost: compiling the three functions (as one ``find_MAP`` call) on the first fit, then one
-    value-and-gradient evaluation per L-BFGS-B iteration. The functions read the model's
-    ``pm.Data`` containers when called, so ``pm.set_data`` between fits is seen.
+    Cost: building the three functions on the first fit (on the Python linker, their graph
+    rewrites only: well under a second, against 10-30 s of numba compilation on a new machine
+    for a ranking model), then one value-and-gradient evaluation per L-BFGS-B iteration. The
+    functions read the model's ``pm.Data`` containers when called, so ``pm.set_data`` between
+    fits is seen.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, mode=PYTHON_MODE):
         from pymc.initial_point import make_initial_point_fns_per_chain
 
         vars_ = list(model.value_vars)
@@ -188,7 +211,7 @@ class CompiledMAP:
         self.model, self.vars = model, vars_
         loss = -model.logp(jacobian=False)
         self._f = model.compile_fn([loss, _grad_raveled(loss, vars_)], inputs=vars_,
-                                   point_fn=False, on_unused_input="ignore")
+                                   point_fn=False, on_unused_input="ignore", mode=mode)
         [self._ipfn] = make_initial_point_fns_per_chain(
             model=model, overrides=None, jitter_rvs=set(model.free_RVs), chains=1)
         unobserved = model.unobserved_value_vars

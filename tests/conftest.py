@@ -26,20 +26,17 @@ from pathlib import Path
 
 import pytensor
 import pytest
-from pytensor.compile.mode import Mode
-from pytensor.graph.rewriting.db import RewriteDatabaseQuery
-from pytensor.link.vm import VMLinker
-
-# PyTensor's Python linker with the default rewrites, less fusion (a fused Elemwise runs a Python
-# loop per element in ``perform``); FAST_COMPILE would also drop rewrites a user's graph gets.
-PY_MODE = Mode(VMLinker(use_cloop=False, c_thunks=False),
-               RewriteDatabaseQuery(include=["fast_run", "py_only"], exclude=["fusion"]))
 
 # XLA's CPU backend at LLVM optimisation level 0 (unless XLA_FLAGS is set): tests/jax took 146
 # instead of 170 s of CPU on empty caches (mostly XLA compilation), with the same tolerances
 # (LLVM's optimisation level does not change floating-point semantics).
 os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 "
                       "--xla_llvm_disable_expensive_passes=true")
+
+# PyTensor's Python linker with the default rewrites, less fusion (a fused Elemwise runs a Python
+# loop per element in ``perform``); FAST_COMPILE would also drop rewrites a user's graph gets.
+# The same mode pm_perm's MAP fits compile with. (Imported after XLA_FLAGS is set.)
+from pm_perm._modes import PYTHON_MODE as PY_MODE  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

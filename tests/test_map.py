@@ -2,7 +2,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from pm_perm._map import laplace_whitening, map_path
+from pm_perm._map import CompiledMAP, laplace_whitening, map_path
 
 
 def _model(n=3):
@@ -66,3 +66,26 @@ def test_laplace_whitening_inverts_the_hessian():
     loc, L = laplace_whitening(model, _exact(total, 1.0))
     # the negative log posterior has Hessian (5 + 1) I, so L L^T = I / 6
     np.testing.assert_allclose(L @ L.T, np.eye(3) / 6, rtol=1e-6, atol=1e-10)
+
+
+@pytest.mark.numba  # the default backend is numba here, so "default" means numba
+@pytest.mark.parametrize("python", [True, False])
+def test_map_fits_compile_on_the_python_linker_unless_told_otherwise(monkeypatch, python):
+    model, total = _model()
+    made = []
+    compile_fn = pm.Model.compile_fn
+
+    def spy(self, *args, **kwargs):
+        made.append(compile_fn(self, *args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(pm.Model, "compile_fn", spy)
+    kwargs = {} if python else {"mode": None}
+    _, theta, _, _ = map_path(model, (1.0,), **kwargs)
+    compiled = CompiledMAP(model, **kwargs)
+    values, res = compiled.fit(seed=3)
+    expected = "VMLinker" if python else "NumbaLinker"
+    assert type(made[0].f.maker.linker).__name__ == expected
+    assert type(compiled._f.maker.linker).__name__ == expected
+    np.testing.assert_allclose(theta, _exact(total, 1.0), rtol=1e-5)
+    np.testing.assert_allclose(values["theta"], _exact(total, 1.0), rtol=1e-5)
