@@ -69,8 +69,8 @@ def test_console_command_in_empty_venv(tmp_path):
         assert proc.returncode == 0, f"pm-perm rank --model {model} failed:\n{proc.stderr[-3000:]}"
         test_metrics = json.loads(out.read_text())["test"]
         assert test_metrics and all(0.0 <= v <= 1.0 for v in test_metrics.values()), test_metrics
-    # the ranking-data command on a PrefLib file of partial ballots (Plackett-Luce: 38 s of CPU
-    # on empty caches; the default full model takes 71 s, nearly all compiling its gradient)
+    # the ranking-data command with its default model (full) on a PrefLib file of partial
+    # ballots: about 20 s of CPU on empty caches (its MAP fit runs on the Python linker)
     from pm_perm.rankings.data import write_preflib
     from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
 
@@ -78,8 +78,7 @@ def test_console_command_in_empty_venv(tmp_path):
                                 length_probs=[0, 0.4, 0.3, 0, 0.3], rng=0, item_names="ABCD")
     write_preflib(ballots, tmp_path / "ballots.soi")
     out = tmp_path / "rankings.json"
-    args = ["rankings", "ballots.soi", "--model", "plackett-luce", "--fit", "map", "--json",
-            str(out)]
+    args = ["rankings", "ballots.soi", "--fit", "map", "--json", str(out)]
     proc = subprocess.run([exe, *args], env=env, cwd=tmp_path, capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 0, f"pm-perm rankings failed:\n{proc.stderr[-3000:]}"
