@@ -14,10 +14,10 @@ optimum (the ranking log-posteriors are concave, so the optimum does not depend 
 Both compile on PyTensor's Python linker by default (:mod:`pm_perm._modes`): a MAP fit evaluates
 its graph a few hundred times, and numba's compilation of a ranking model's value-and-gradient
 graph (10-30 s on a new machine) was most of a first fit. Each Op's ``perform`` calls the same
-compiled, disk-cached kernels, so a warm fit costs about the same (0.8-1.1x on the ranking and
-matching models; 2x on a 3-bloc mixture: 1.8 s against 0.9 s). A graph with a ``Blockwise`` over
-thousands of small matrices per evaluation (RankMatch) loops over them in Python there, and
-compiles with numba instead (``mode=None``).
+compiled, disk-cached kernels, so a warm fit costs about the same (0.83-1.14x on the ranking,
+matching and ordinal models; 1.7x on a 3-bloc mixture; ``benchmarks/bench_map_backend.py``). A
+graph with a ``Blockwise`` over thousands of small matrices per evaluation (RankMatch: 21x) loops
+over them in Python there, and compiles with numba instead (``mode=None``).
 """
 
 from __future__ import annotations
