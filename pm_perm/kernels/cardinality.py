@@ -181,13 +181,20 @@ def _tilted_probs(theta, c, k):
             p[d] = 0.0
             r[d] = 1.0
             continue
-        p[d] = _sigmoid(x)
-        r[d] = _sigmoid(-x)
+        # one exp for the three: e = exp(-|x|) gives sigmoid(x), sigmoid(-x) and softplus(x)
+        # exactly as _sigmoid and _softplus compute them (the same expressions, bit for bit)
+        e = math.exp(-abs(x))
+        if x >= 0:
+            p[d] = 1.0 / (1.0 + e)
+            r[d] = e / (1.0 + e)
+        else:
+            p[d] = e / (1.0 + e)
+            r[d] = 1.0 / (1.0 + e)
         if x > 0:
             n_pos += 1
-            term = theta[d] + math.log1p(math.exp(-x))
+            term = theta[d] + math.log1p(e)
         else:
-            term = math.log1p(math.exp(x))
+            term = math.log1p(e)
         t = s + term
         if abs(s) >= abs(term):
             comp += (s - t) + term
