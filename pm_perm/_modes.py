@@ -5,7 +5,7 @@ fused ``Elemwise`` runs a Python loop per element in ``perform``): every node ru
 ``perform``, which for pm_perm's Ops calls the same compiled (and disk-cached) numba kernels as
 the numba backend. It compiles nothing, so a graph costs its rewrites only (well under a second)
 instead of numba's type inference and LLVM code generation (a ranking model's value-and-gradient
-graph: 15-30 s on a new machine, then loaded from PyTensor's cache), at a few microseconds of
+graph: 10-30 s on a new machine, then loaded from PyTensor's cache), at a few microseconds of
 Python per node and call. It suits graphs evaluated a few hundred times (a MAP fit); a sampler,
 which evaluates its graph thousands of times, keeps the default backend.
 """
