@@ -14,10 +14,11 @@ optimum (the ranking log-posteriors are concave, so the optimum does not depend 
 Both compile on PyTensor's Python linker by default (:mod:`pm_perm._modes`): a MAP fit evaluates
 its graph a few hundred times, and numba's compilation of a ranking model's value-and-gradient
 graph (10-30 s on a new machine) was most of a first fit. Each Op's ``perform`` calls the same
-compiled, disk-cached kernels, so a warm fit costs about the same (0.83-1.14x on the ranking,
-matching and ordinal models; 1.7x on a 3-bloc mixture; ``benchmarks/bench_map_backend.py``). A
-graph with a ``Blockwise`` over thousands of small matrices per evaluation (RankMatch: 21x) loops
-over them in Python there, and compiles with numba instead (``mode=None``).
+compiled, disk-cached kernels, so a warm fit costs about the same (0.65-1.1x on the ranking,
+matching, ordinal and RankMatch models; 1.8x on a 3-bloc mixture;
+``benchmarks/bench_map_backend.py``). ``mode=None`` compiles with numba instead, for a graph
+whose Python overhead per evaluation is large (a ``Blockwise`` over thousands of small inputs of
+an Op that, unlike the permanent Ops, has no batched ``perform``).
 """
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
         (:data:`pm_perm._modes.PYTHON_MODE`; no compilation, so a fit on a new machine starts
         in a second instead of after 10-30 s of numba compilation, and costs about the same
         once running). ``None`` is PyTensor's default backend (numba), for graphs whose Python
-        overhead per evaluation is large (e.g. a ``Blockwise`` over thousands of small
-        matrices).
+        overhead per evaluation is large (e.g. a ``Blockwise`` over thousands of small inputs
+        of an Op without a batched ``perform``).
 
     Returns
     -------

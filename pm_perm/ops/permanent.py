@@ -25,6 +25,9 @@ built) raises ``ValueError``.
 
 from __future__ import annotations
 
+import functools
+
+import numba
 import numpy as np
 import pytensor.tensor as pt
 from numba import types
@@ -140,7 +143,8 @@ class LogPermanent(_PermanentOp):
     def pullback(self, inputs, outputs, cotangents):
         (W,) = inputs
         (g,) = cotangents
-        return [g[..., None, None] * Blockwise(PermutationMarginals(self.max_m, self.method))(W)]
+        marginals = _KernelBlockwise(PermutationMarginals(self.max_m, self.method))(W)
+        return [g[..., None, None] * marginals]
 
 
 class PermutationMarginals(_PermanentOp):
@@ -247,6 +251,53 @@ def _run_kernel(W, marginals, method="dp"):
     P = np.empty((M, M)) if marginals else W
     v = _kernel(method)(W, M, P, int(marginals))
     return v, (P if marginals else None)
+
+
+@functools.cache
+def _batch_runner(method):
+    """A compiled loop ``run(W, P, marginals) -> values`` over C-contiguous ``W`` (n, M, M) that
+    calls the C kernel once per matrix (its code is not compiled again here: the loop calls the
+    kernel's symbol, so it compiles in a fraction of a second; not cached on disk, as the
+    kernel's address is only known at run time)."""
+    kernel = _kernel(method).external
+
+    @numba.njit
+    def run(W, P, marginals):
+        n = W.shape[0]
+        M = W.shape[1]
+        out = np.empty(n)
+        for b in range(n):
+            out[b] = kernel(W[b].ctypes, M, P[b].ctypes, marginals)
+        return out
+
+    return run
+
+
+class _KernelBlockwise(Blockwise):
+    """The ``Blockwise`` of the permanent Ops. On PyTensor's Python linker its ``perform`` runs the
+    whole batch in one compiled loop (:func:`_batch_runner`) instead of PyTensor's Python loop,
+    which costs about 15 us per matrix around the kernel call (a RankMatch evaluation has about
+    10^4 small matrices). The numba and JAX backends compile it as any ``Blockwise``."""
+
+    def prepare_node(self, node, storage_map, compute_map, impl=None):
+        pass  # Blockwise prepares a per-matrix Python loop here, which perform does not use
+
+    def perform(self, node, inputs, output_storage):
+        (W,) = inputs
+        core = self.core_op
+        core._check_runtime(W)
+        batch, M = W.shape[:-2], W.shape[-1]
+        flat = np.ascontiguousarray(W, dtype=np.float64).reshape((-1, M, M))
+        marginals = not isinstance(core, LogPermanent)
+        P = np.empty_like(flat) if marginals else flat
+        values = _batch_runner(core.method)(flat, P, int(marginals)).reshape(batch)
+        if isinstance(core, LogPermanent):
+            output_storage[0][0] = values
+        elif isinstance(core, PermutationMarginals):
+            output_storage[0][0] = P.reshape(W.shape)
+        else:
+            output_storage[0][0] = values
+            output_storage[1][0] = P.reshape(W.shape)
 
 
 def _size_check_numba(max_m, method):
@@ -363,7 +414,7 @@ def fuse_log_permanent_and_marginals(fgraph, node):
             value_core = _core(client, LogPermanent)
             if value_core is not None and value_core._props() == marg._props():
                 fused = LogPermanentAndMarginals(marg.max_m, marg.method)
-                fused = fused if not isinstance(node.op, Blockwise) else Blockwise(fused)
+                fused = fused if not isinstance(node.op, Blockwise) else _KernelBlockwise(fused)
                 value, P = fused(W)
                 return {node.outputs[0]: P, client.outputs[0]: value}
     return None
@@ -381,16 +432,16 @@ def log_permanent(W, method="dp"):
     and O(M^2) memory, M up to ``GLYNN_MAX_M`` = 32, for M past the DP's limit (slower and less
     accurate than the DP: see :mod:`pm_perm.kernels.glynn` and docs/guide/large_m.md).
     """
-    return Blockwise(LogPermanent(method=method))(W)
+    return _KernelBlockwise(LogPermanent(method=method))(W)
 
 
 def permutation_marginals(W, method="dp"):
     """Symbolic ``P[..., i, j] = p(y[i] = j)`` for logits ``W`` (..., M, M). No gradient.
     ``method`` as in :func:`log_permanent`."""
-    return Blockwise(PermutationMarginals(method=method))(W)
+    return _KernelBlockwise(PermutationMarginals(method=method))(W)
 
 
 def log_permanent_and_marginals(W, method="dp"):
     """Symbolic ``(log perm(exp W), P)`` from one fused Op; ``method`` as in
     :func:`log_permanent`."""
-    return Blockwise(LogPermanentAndMarginals(method=method))(W)
+    return _KernelBlockwise(LogPermanentAndMarginals(method=method))(W)

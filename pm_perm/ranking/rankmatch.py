@@ -450,12 +450,9 @@ class RankMatch:
                                                        valid.group_ptr, ks=(1, 3, 5))
             return self.validation_[sigma]["ndcg@5"]
 
-        # numba, not map_path's default Python linker: each evaluation runs one permanent per
-        # sampled subset (about 10^4 on an MQ2008 fold), a loop the Python linker runs in Python
-        # (a 5-scale fold took 135 s instead of 3.9 s)
         self.prior_sigma_, self._theta_std, _, self.map_results_ = map_path(
             self.model_, self.prior_sigmas, None if valid is None else score,
-            maxcor=self.lbfgs_memory, mode=None)
+            maxcor=self.lbfgs_memory)
         self.theta_ = self.scaling_.to_raw(self._theta_std)
         self.diagnostics_ = {}
         self.idata_ = None
@@ -506,7 +503,7 @@ class RankMatch:
         if getattr(self, "prior_sigma_", None) == sigma and hasattr(self, "_theta_std"):
             loc = self._theta_std
         else:
-            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory, mode=None)
+            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory)
         return laplace_whitening(self.model_, loc)
 
     def decision_function(self, X, *, draws=False):

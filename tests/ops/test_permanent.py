@@ -200,3 +200,32 @@ def test_glynn_limits_and_the_dp_message_names_glynn():
         log_permanent(W).eval({W: np.zeros((28, 28))})  # symbolic M: the run-time message
     with pytest.raises(ValueError, match="method"):
         LogPermanent(method="ryser")
+
+
+@pytest.mark.parametrize("method", ["dp", "glynn"])
+def test_python_linker_runs_a_batch_in_one_compiled_loop(monkeypatch, method):
+    """On the Python linker the Blockwise hands the whole batch to one compiled loop over the
+    C kernel (not a Python call per matrix), with the numba backend's results bit for bit:
+    several batch dimensions, a non-contiguous input, a NaN matrix, a forbidden entry."""
+    from pm_perm._modes import PYTHON_MODE
+    from pm_perm.ops import permanent as ops
+
+    per_matrix = []
+    run_kernel = ops._run_kernel
+    monkeypatch.setattr(ops, "_run_kernel", lambda *a: (per_matrix.append(1), run_kernel(*a))[1])
+    rng = np.random.default_rng(2)
+    Wv = rng.normal(size=(4, 2, 5, 5)).transpose(1, 0, 3, 2)  # (2, 4, 5, 5), not C-contiguous
+    Wv[1, 2, 0, 0] = np.nan
+    Wv[0, 3, 1, :3] = -np.inf
+    W = pt.tensor4("W")
+    outs = [*log_permanent_and_marginals(W, method=method), log_permanent(W, method=method),
+            permutation_marginals(W, method=method)]
+    py = pytensor.function([W], outs, mode=PYTHON_MODE)(Wv)
+    assert per_matrix == []
+    nb = pytensor.function([W], outs, mode="NUMBA")(Wv)
+    for a, b in zip(py, nb, strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    assert np.isnan(py[0][1, 2]) and np.isfinite(np.delete(py[0].ravel(), 6)).all()
+    v_ref, _ = kernel_both(np.delete(Wv.reshape(8, 5, 5), 6, axis=0))
+    np.testing.assert_allclose(np.delete(py[0].ravel(), 6), v_ref, rtol=1e-12)
