@@ -24,12 +24,12 @@ linker runs in one compiled loop over the kernel, ``pm_perm.ops.permanent._Kerne
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
-import math
-import time
 
 import numpy as np
 import pymc as pm
+from _timing import best_time  # benchmarks/_timing.py
 
 import pm_perm
 from pm_perm import _map
@@ -38,24 +38,20 @@ from pm_perm._modes import PYTHON_MODE
 BACKENDS = {"python": PYTHON_MODE, "numba": None}
 
 
-def _patched(module, mode):
-    """``module.map_path`` forced to ``mode`` (the fitting code calls ``map_path`` by name;
-    a ``mode`` it passes itself is overridden)."""
-    def forced(*args, mode_=mode, **kwargs):
-        kwargs["mode"] = mode_
-        return _map.map_path(*args, **kwargs)
+@contextlib.contextmanager
+def _forced(module, mode):
+    """``module.map_path`` forced to ``mode`` inside the block (the fitting code calls
+    ``map_path`` by name; a ``mode`` it passes itself is overridden), restored after it."""
+    original = module.map_path
+
+    def forced(*args, **kwargs):
+        return original(*args, **{**kwargs, "mode": mode})
 
     module.map_path = forced
-
-
-def _time(fn, repeats):
-    fn()  # warm-up: compiles (numba) or fills caches
-    best, out = math.inf, None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+    try:
+        yield
+    finally:
+        module.map_path = original
 
 
 def compare(label, fit, repeats):
@@ -65,7 +61,9 @@ def compare(label, fit, repeats):
     tolerance, not the backends' arithmetic, sets it)."""
     times, outs = {}, {}
     for name, mode in BACKENDS.items():
-        times[name], outs[name] = _time(functools.partial(fit, mode), repeats)
+        runs = []  # the objective of every call (warm-up included); best_time keeps only times
+        times[name] = best_time(lambda mode=mode, runs=runs: runs.append(fit(mode)), repeats)
+        outs[name] = runs[-1]
     gap = abs(outs["python"] - outs["numba"]) / max(1.0, abs(outs["numba"]))
     print(f"{label:40s} python {times['python']:7.2f} s  numba {times['numba']:7.2f} s  "
           f"ratio {times['python'] / times['numba']:5.2f}  objective gap {gap:.0e}", flush=True)
@@ -101,11 +99,10 @@ def matching(repeats):
                               "prior_sigmas": (0.1, 0.3, 1.0, 3.0, 10.0),
                               "validation": (x[:50], y[:50])})]:
         def fit(mode, kwargs=kwargs):
-            _patched(matching_module, mode)
-            theta = matching_module.fit_map(x, y, **kwargs).theta
+            with _forced(matching_module, mode):
+                theta = matching_module.fit_map(x, y, **kwargs).theta
             return -float(matching_module.log_likelihood(x, y, theta))
         compare(label, fit, repeats)
-    _patched(matching_module, PYTHON_MODE)
 
 
 def letor(repeats, data_root):
@@ -115,19 +112,17 @@ def letor(repeats, data_root):
     train, valid, _ = load_mq2008_fold(1, data_root)
 
     def fit_ordinal(mode):
-        _patched(ordinal, mode)
-        r = ordinal.OrdinalRanker().fit_map(train, valid)
+        with _forced(ordinal, mode):
+            r = ordinal.OrdinalRanker().fit_map(train, valid)
         return float(r.map_results_[r.prior_sigma_].fun)
 
     def fit_rankmatch(mode):
-        _patched(rankmatch, mode)
-        r = rankmatch.RankMatch(M=3, seed=0, prior_sigmas=(1.0,)).fit_map(train, valid)
+        with _forced(rankmatch, mode):
+            r = rankmatch.RankMatch(M=3, seed=0, prior_sigmas=(1.0,)).fit_map(train, valid)
         return float(r.map_results_[r.prior_sigma_].fun)
 
     compare("ordinal, MQ2008 fold 1, 5 scales", fit_ordinal, repeats)
     compare("RankMatch M=3, MQ2008 fold 1, 1 scale", fit_rankmatch, 1)
-    _patched(ordinal, PYTHON_MODE)
-    _patched(rankmatch, None)
 
 
 def main(argv=None):
