@@ -33,9 +33,9 @@ import pytest
 os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 "
                       "--xla_llvm_disable_expensive_passes=true")
 
-# PyTensor's Python linker with the default rewrites, less fusion (a fused Elemwise runs a Python
-# loop per element in ``perform``); FAST_COMPILE would also drop rewrites a user's graph gets.
-# The same mode pm_perm's MAP fits compile with. (Imported after XLA_FLAGS is set.)
+# The Python linker with the default rewrites less fusion, the mode pm_perm's MAP fits compile with
+# (pm_perm/_modes.py; FAST_COMPILE would also drop rewrites a user's graph gets). Imported after
+# XLA_FLAGS is set.
 from pm_perm._modes import PYTHON_MODE as PY_MODE  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -95,15 +95,6 @@ def _copy(dst, src):
 
 
 @njit(cache=True)
-def _softplus(x):
-    if x == -np.inf:
-        return 0.0
-    if x > 0:
-        return x + math.log1p(math.exp(-x))
-    return math.log1p(math.exp(x))
-
-
-@njit(cache=True)
 def _sigmoid(x):
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -181,8 +172,8 @@ def _tilted_probs(theta, c, k):
             p[d] = 0.0
             r[d] = 1.0
             continue
-        # one exp for the three: e = exp(-|x|) gives sigmoid(x), sigmoid(-x) and softplus(x)
-        # exactly as _sigmoid and _softplus compute them (the same expressions, bit for bit)
+        # one exp for the three: e = exp(-|x|) gives sigmoid(x) and sigmoid(-x) exactly as
+        # _sigmoid computes them, and softplus(x) (the same expressions, bit for bit)
         e = math.exp(-abs(x))
         if x >= 0:
             p[d] = 1.0 / (1.0 + e)
