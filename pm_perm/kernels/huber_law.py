@@ -135,24 +135,34 @@ def _log_bound(A):
 
 
 @njit(cache=True)
-def _one_trial(rng, A, r0, out, alive, r, prob):
-    """One accept-reject pass; returns 1 on acceptance, 0 on rejection, -1 if (P1) fails."""
+def _one_trial(rng, A, r0, lh0, out, alive, r, lh, prob):
+    """One accept-reject pass; returns 1 on acceptance, 0 on rejection, -1 if (P1) fails.
+
+    ``lh[k]`` holds ``log h(r[k])`` of the rows still alive (``lh0`` of the full matrix), so each
+    column evaluates ``log h`` once per alive row (for ``r[k] - A[k, j]``), not three times; the
+    sums run over the same terms in the same order as recomputing them would, so the draws are
+    bit for bit the same.
+    """
     M = A.shape[0]
     for i in range(M):
         r[i] = r0[i]
+        lh[i] = lh0[i]
         alive[i] = True
     for j in range(M):
         lpar = 0.0
         lnew = 0.0
         for k in range(M):
             if alive[k]:
-                lpar += _log_h(r[k])
-                lnew += _log_h(r[k] - A[k, j])
+                lpar += lh[k]
+                x = r[k] - A[k, j]
+                r[k] = x if x > 0.0 else 0.0  # the rows' sums without column j, if k survives
+                lh[k] = _log_h(x)
+                lnew += lh[k]
         tot = 0.0
         for k in range(M):
             p = 0.0
             if alive[k] and A[k, j] > 0.0:
-                p = A[k, j] * math.exp(1.0 + lnew - _log_h(r[k] - A[k, j]) - lpar)
+                p = A[k, j] * math.exp(1.0 + lnew - lh[k] - lpar)
             prob[k] = p
             tot += p
         if tot > 1.0 + 1e-9:
@@ -169,10 +179,6 @@ def _one_trial(rng, A, r0, out, alive, r, prob):
             return 0
         out[chosen] = j
         alive[chosen] = False
-        for k in range(M):
-            if alive[k]:
-                x = r[k] - A[k, j]
-                r[k] = x if x > 0.0 else 0.0
     return 1
 
 
@@ -190,7 +196,11 @@ def huber_law_sample_core(rng, A, n_samples, max_trials):
             r0[i] += A[i, j]
     out = np.empty((n_samples, M), dtype=np.int64)
     alive = np.empty(M, dtype=np.bool_)
+    lh0 = np.empty(M)
+    for i in range(M):
+        lh0[i] = _log_h(r0[i])
     r = np.empty(M)
+    lh = np.empty(M)
     prob = np.empty(M)
     row = np.empty(M, dtype=np.int64)
     acc = 0
@@ -199,7 +209,7 @@ def huber_law_sample_core(rng, A, n_samples, max_trials):
         if trials >= max_trials:
             return out, acc, trials, 1
         trials += 1
-        s = _one_trial(rng, A, r0, row, alive, r, prob)
+        s = _one_trial(rng, A, r0, lh0, row, alive, r, lh, prob)
         if s < 0:
             return out, acc, trials, 2
         if s == 1:
