@@ -27,7 +27,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._shapes import check_observed_batch
-from pm_perm.kernels._checks import LOGIT_ABS_MAX
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, c_array
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
     COUNT_PROBS_TOL,
@@ -189,7 +189,7 @@ class ConditionalBernoulliRV(RandomVariable):
         for i in range(th.shape[0]):
             if not (0 <= kk[i] <= _n_finite(th[i])):
                 raise ValueError("ConditionalBernoulli: k must be in 0..number of finite logits")
-            out[i] = sample_conditional_bernoulli_core(rng, np.ascontiguousarray(th[i]), int(kk[i]))
+            out[i] = sample_conditional_bernoulli_core(rng, c_array(th[i]), int(kk[i]))
         return out.reshape(*batch, D)
 
 
@@ -358,7 +358,7 @@ class NChooseKRV(RandomVariable):
         pk = np.broadcast_to(count_probs, (*batch, D + 1)).reshape(-1, D + 1)
         out = np.empty(th.shape, dtype=np.int64)
         for i in range(th.shape[0]):
-            th_i, pk_i = np.ascontiguousarray(th[i]), np.ascontiguousarray(pk[i])
+            th_i, pk_i = c_array(th[i]), c_array(pk[i])
             out[i] = sample_nchoosek_core(rng, th_i, pk_i)
         return out.reshape(*batch, D)
 
@@ -498,7 +498,7 @@ class OrdinalNChooseKRV(RandomVariable):
         for i in range(th.shape[0]):
             if not up[i]:
                 raise ValueError(_NO_COUNTS_MSG)
-            th_i, pk_i = np.ascontiguousarray(th[i]), np.ascontiguousarray(pk[i])
+            th_i, pk_i = c_array(th[i]), c_array(pk[i])
             out[i] = sample_ordinal_core(rng, th_i, pk_i)
         return out.reshape(*batch, D)
 

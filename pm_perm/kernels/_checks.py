@@ -19,14 +19,28 @@ from pm_perm._numba import njit
 LOGIT_ABS_MAX = 1e300
 
 
+def c_array(x, dtype=np.float64) -> np.ndarray:
+    """``x`` as a C-contiguous, WRITABLE array of ``dtype`` (copied only when it is not one).
+
+    numba compiles a separate variant of a kernel for every layout, dtype and read-only flag of
+    its array arguments (seconds each on an empty cache). The C kernels and PyTensor's buffers
+    give writable C-contiguous arrays; read-only ones come from ``np.broadcast_to`` views,
+    constants and frozen data, so the Python API passes every array through this to compile
+    one variant only.
+    """
+    arr = np.ascontiguousarray(x, dtype=dtype)
+    return arr if arr.flags.writeable else arr.copy()
+
+
 def as_float_array(x, name: str, min_ndim: int = 1, max_abs: float = LOGIT_ABS_MAX) -> np.ndarray:
-    """Return ``x`` as a C-contiguous float64 array, rejecting NaN and too few dimensions.
+    """Return ``x`` as a C-contiguous, writable float64 array (:func:`c_array`), rejecting NaN
+    and too few dimensions.
 
     ``-inf`` is allowed (it means "forbidden"); ``+inf``, NaN and finite values of magnitude
     above ``max_abs`` are rejected.
     """
     try:
-        arr = np.ascontiguousarray(x, dtype=np.float64)
+        arr = c_array(x)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must be a real-valued array; got {type(x).__name__}") from err
     if arr.ndim < min_ndim:

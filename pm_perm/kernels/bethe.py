@@ -253,7 +253,7 @@ def bethe_core(W2, tol, max_iter):
     # Loopy BP first (fast: ~10-30 sweeps even for large spreads); if it fails to converge in
     # min(max_iter, 500) sweeps or hits a forced edge, damped BP, then the monotone CCCP.
     bp_iter = min(max_iter, 500)
-    ok, n_bp, err = _bp(B, tol, bp_iter, G)
+    ok, n_bp, err = _bp(B, tol, bp_iter, G, 1.0)  # damping given: one compiled variant of _bp
     if ok:
         return _bethe_value(B, G, M) + shift, G, n_bp, err
     # Each slower stage is followed by Newton's method on the stationarity equations

@@ -45,7 +45,7 @@ from numba import carray
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array, c_array
 
 __all__ = [
     "log_esp",
@@ -970,8 +970,8 @@ def _logits_and_counts(theta, k, k_name="k"):
             raise ValueError(f"{k_name} must be integer counts; got dtype {k_arr.dtype}")
     batch = np.broadcast_shapes(theta.shape[:-1], k_arr.shape)
     D = theta.shape[-1]
-    th = np.ascontiguousarray(np.broadcast_to(theta, (*batch, D))).reshape(-1, D)
-    kk = np.ascontiguousarray(np.broadcast_to(k_arr, batch), dtype=np.int64).reshape(-1)
+    th = c_array(np.broadcast_to(theta, (*batch, D))).reshape(-1, D)
+    kk = c_array(np.broadcast_to(k_arr, batch), np.int64).reshape(-1)
     return th, kk, batch
 
 
@@ -1097,7 +1097,7 @@ def nchoosek_marginals(theta, count_probs):
     if np.any(pk < 0):
         raise ValueError("count_probs must be non-negative")
     batch = np.broadcast_shapes(theta.shape[:-1], pk.shape[:-1])
-    th = np.ascontiguousarray(np.broadcast_to(theta, (*batch, D))).reshape(-1, D)
+    th = c_array(np.broadcast_to(theta, (*batch, D))).reshape(-1, D)
     pk = np.ascontiguousarray(np.broadcast_to(pk, (*batch, D + 1))).reshape(-1, D + 1).copy()
     n_fin = np.isfinite(th).sum(-1)
     pk[np.arange(D + 1)[None, :] > n_fin[:, None]] = 0.0

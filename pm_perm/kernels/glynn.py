@@ -57,7 +57,12 @@ from numba.np.ufunc import parallel as _numba_parallel
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, finite_or_minus_inf
+from pm_perm.kernels._checks import (
+    LOGIT_ABS_MAX,
+    as_square_logits,
+    c_array,
+    finite_or_minus_inf,
+)
 from pm_perm.kernels.assignment import dual_scaled
 
 __all__ = [
@@ -516,7 +521,7 @@ def glynn_sample_permutations(W, size=None, rng=None):
         raise ValueError(
             f"logits with batch shape {wbatch} do not broadcast to size {size}"
         ) from err
-    flat = np.ascontiguousarray(arr).reshape(-1, M, M)
+    flat = c_array(arr).reshape(-1, M, M)
     out = np.empty((flat.shape[0], M), dtype=np.int64)
     for b in range(flat.shape[0]):
         out[b] = glynn_sample_permutation_core(rng, flat[b])

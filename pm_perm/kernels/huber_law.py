@@ -245,8 +245,11 @@ def make_huber_law_draw_kernel(version):
             for j in range(m):
                 if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
                     return HL_BAD_LOGITS
-        A, _ = _scale_core(W, 20)
-        samples, _, _, status = huber_law_sample_core(generator_at(bitgen), A, 1, max_trials)
+        # np.int64 constants, not literals: numba would compile a separate variant of each
+        # callee for the literal 20 and 1 (the Python API passes int64)
+        A, _ = _scale_core(W, np.int64(20))
+        samples, _, _, status = huber_law_sample_core(generator_at(bitgen), A, np.int64(1),
+                                                      max_trials)
         if status != 0:
             return HL_NOT_ACCEPTED
         for i in range(m):

@@ -35,7 +35,7 @@ from numba import carray
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import as_float_array
+from pm_perm.kernels._checks import as_float_array, c_array
 from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
 
 __all__ = [
@@ -459,5 +459,5 @@ def sample_plackett_luce(utilities, size=None, rng=None, length_probs=None):
         raise ValueError(f"utilities / length_probs with batch shape {batch} do not broadcast "
                          f"to size {size}") from err
     out = np.empty((ub.shape[0], M), dtype=np.int64)
-    _sample_batch(rng, np.ascontiguousarray(ub), np.ascontiguousarray(lpb), out)
+    _sample_batch(rng, c_array(ub), c_array(lpb), out)
     return out.reshape(size + (M,))

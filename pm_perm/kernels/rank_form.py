@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from pm_perm._numba import njit
+from pm_perm.kernels._checks import c_array
 
 __all__ = ["order_blocks", "order_blocks_work", "validate_orders"]
 
@@ -83,7 +84,8 @@ def _first_invalid(orders):
 
 
 def validate_orders(orders, M, name="orders"):
-    """Return ``orders`` as a C-contiguous int64 array (n, M) of valid rank-form orders.
+    """Return ``orders`` as a C-contiguous, writable int64 array (n, M) of valid rank-form orders
+    (a copy when ``orders`` is read-only or of another dtype or layout).
 
     Raises ``ValueError`` naming the first invalid row and why. ``M=None`` accepts any width.
     """
@@ -98,7 +100,7 @@ def validate_orders(orders, M, name="orders"):
         width = "M" if M is None else M
         raise ValueError(f"{name} must have shape (n, {width}) (one rank-form row per order); got "
                          f"shape {arr.shape}")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
+    arr = c_array(arr, np.int64)  # writable: one compiled variant of the kernels (c_array)
     k = _first_invalid(arr)
     if k >= 0:
         raise ValueError(

@@ -30,6 +30,7 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
+from pm_perm.kernels._checks import c_array
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
     ESP_COVARIANCE_DOT,
@@ -89,7 +90,7 @@ class LogESPAndMarginals(Op):
 
     def perform(self, node, inputs, output_storage):
         theta, k = inputs
-        v, m = log_esp_and_marginals_core(np.ascontiguousarray(theta), int(k))
+        v, m = log_esp_and_marginals_core(c_array(theta), int(k))
         output_storage[0][0] = np.asarray(v, dtype=np.float64)
         output_storage[1][0] = m
 
@@ -136,7 +137,7 @@ class ConditionalCovarianceDot(Op):
     def perform(self, node, inputs, output_storage):
         theta, k, v = inputs
         output_storage[0][0] = conditional_covariance_dot_core(
-            np.ascontiguousarray(theta), int(k), np.ascontiguousarray(v)
+            c_array(theta), int(k), c_array(v)
         )
 
     def infer_shape(self, node, input_shapes):
@@ -172,7 +173,7 @@ class LogESP(Op):
     def perform(self, node, inputs, output_storage):
         theta, k = inputs
         output_storage[0][0] = np.asarray(
-            log_esp_core(np.ascontiguousarray(theta), int(k)), dtype=np.float64
+            log_esp_core(c_array(theta), int(k)), dtype=np.float64
         )
 
     def infer_shape(self, node, input_shapes):

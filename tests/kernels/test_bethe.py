@@ -182,9 +182,9 @@ def test_slow_bp_cases_converge_and_agree_with_long_plain_bp(seed, M, scale):
     W = np.random.default_rng(seed).normal(size=(M, M)) * scale
     B = _shifted(W)
     G = np.zeros((M, M))
-    assert not _bp(B, 1e-9, 500, G)[0]  # the fallback path is what this test exercises
+    assert not _bp(B, 1e-9, 500, G, 1.0)[0]  # the fallback path is what this test exercises
     ref = np.zeros((M, M))
-    assert _bp(B, 1e-12, 200_000, ref)[0]
+    assert _bp(B, 1e-12, 200_000, ref, 1.0)[0]
     v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), 1e-9, 100_000)
     assert err <= 1e-9
     # tol bounds the change per sweep; with a contraction factor close to 1 the distance to the

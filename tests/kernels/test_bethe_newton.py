@@ -35,10 +35,10 @@ def test_polishes_a_perturbed_fixed_point_back_to_it(seed, s):
     W = rng.normal(size=(M, M)) * s
     B = _shifted(W)
     ref = np.zeros((M, M))
-    assert _bp(B, 1e-14, 100_000, ref)[0]
+    assert _bp(B, 1e-14, 100_000, ref, 1.0)[0]
     G = ref * np.exp(rng.normal(size=(M, M)) * 1e-3)
     G /= G.sum(1, keepdims=True)
-    ok, n, res = newton_kkt(np.log(B), G, 1e-12, 50)
+    ok, n, res = newton_kkt(np.log(B), G, 1e-12, 50, 0.0)
     assert ok and res <= 1e-12 and n <= 10
     np.testing.assert_allclose(G, ref, atol=1e-11)
     np.testing.assert_allclose(G.sum(0), 1.0, atol=1e-12)
@@ -61,7 +61,7 @@ def test_settles_a_saturated_case_that_damped_bp_and_cccp_do_not():
     M = W.shape[0]
     B = _shifted(W)
     G = np.zeros((M, M))
-    assert not _bp(B, 1e-9, 500, G)[0]
+    assert not _bp(B, 1e-9, 500, G, 1.0)[0]
     assert not _bp(B, 1e-9, 20_000, np.zeros((M, M)), 0.5)[0]
     assert not _cccp(B, 1e-9, 100_000, np.zeros((M, M)))[1] <= 1e-9
     v, g, n_iter, err = bethe_core(np.ascontiguousarray(W), 1e-9, 100_000)
@@ -95,7 +95,7 @@ def test_never_certifies_a_wrong_matching(seed):
     r2, c2 = linear_sum_assignment(-np.where(np.isinf(W2), -1e9, W2))
     P = np.full((M, M), 1e-8)
     P[r2, c2] = 1.0 - (M - 1) * 1e-8
-    ok, _, res = newton_kkt(np.log(B), P, 1e-12, 50)
+    ok, _, res = newton_kkt(np.log(B), P, 1e-12, 50, 0.0)
     v, g, _, err = bethe_core(np.ascontiguousarray(W), 1e-12, 2_000_000)
     assert err <= 1e-12
     if ok:  # (on these six seeds it reports failure: no solution has the wrong branch pattern)
@@ -113,7 +113,7 @@ def test_fails_cleanly_on_an_unusable_start():
     G0 = G.copy()
     with np.errstate(divide="ignore"):
         logB = np.log(B)
-    ok, _, res = newton_kkt(logB, G, 1e-12, 50)
+    ok, _, res = newton_kkt(logB, G, 1e-12, 50, 0.0)
     assert not ok
     np.testing.assert_array_equal(G, G0)
 
@@ -135,9 +135,9 @@ def test_beliefs_near_one_half_are_unknowns_of_their_own(seed):
     M = W.shape[0]
     B = _shifted(W)
     G = np.zeros((M, M))
-    assert not _bp(B, 1e-9, 500, G)[0]
+    assert not _bp(B, 1e-9, 500, G, 1.0)[0]
     assert ((G >= 0.25) & (G <= 0.75)).sum() >= 4
-    ok, n, res = newton_kkt(np.log(B), G, 1e-12, 50)
+    ok, n, res = newton_kkt(np.log(B), G, 1e-12, 50, 0.0)
     assert ok and res <= 1e-12 and n <= 10
     ref = np.zeros((M, M))
     assert _bp(B, 1e-13, 2_000_000, ref, 0.5)[0]
@@ -155,11 +155,11 @@ def test_stall_tolerance():
     W = rng.normal(size=(M, M))
     B = _shifted(W)
     ref = np.zeros((M, M))
-    assert _bp(B, 1e-14, 100_000, ref)[0]
+    assert _bp(B, 1e-14, 100_000, ref, 1.0)[0]
     G = ref * np.exp(rng.normal(size=(M, M)) * 1e-3)
     G /= G.sum(1, keepdims=True)
     G0 = G.copy()
-    ok, _, res = newton_kkt(np.log(B), G, 0.0, 50)
+    ok, _, res = newton_kkt(np.log(B), G, 0.0, 50, 0.0)
     assert not ok and res < 1e-12
     np.testing.assert_array_equal(G, G0)
     ok, _, res = newton_kkt(np.log(B), G, 0.0, 50, 1e-9)

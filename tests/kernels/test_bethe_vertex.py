@@ -147,7 +147,7 @@ def test_bethe_core_returns_the_vertex_where_bp_crawls(seed):
     B = np.exp(W - W.max(1, keepdims=True))
     B /= B.max(0, keepdims=True)
     G = np.zeros((M, M))
-    assert not _bp(B, 1e-9, 500, G)[0]
+    assert not _bp(B, 1e-9, 500, G, 1.0)[0]
     G = np.zeros((M, M))
     assert not _bp(B, 1e-9, DAMPED_BP_SWEEPS, G, 0.5)[0]
     v, G, n, err = bethe_core(np.ascontiguousarray(W), 1e-9, 100_000)
