@@ -117,9 +117,11 @@ def longdouble_reference(theta, k, items):
     ``log e_k`` and the marginals of ``items``, each by a full tilted probability DP (positive
     sums only) in long double; rounding error ~ D * 1e-19."""
     ld = np.longdouble
-    from pm_perm.kernels.cardinality import _tilt
+    from scipy.optimize import brentq
+    from scipy.special import expit
 
-    c = ld(_tilt(theta, float(k), theta.shape[0]))
+    # the shift that puts the tilted pmf's mean at k (any shift is exact; this one is accurate)
+    c = ld(brentq(lambda c: expit(theta - c).sum() - k, theta.min() - 50, theta.max() + 50))
     x = theta.astype(ld) - c
     p = 1 / (1 + np.exp(-x))
     r = 1 / (1 + np.exp(x))

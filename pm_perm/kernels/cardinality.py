@@ -95,14 +95,6 @@ def _copy(dst, src):
 
 
 @njit(cache=True)
-def _sigmoid(x):
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-@njit(cache=True)
 def _n_finite(theta):
     n = 0
     for t in theta:
@@ -112,13 +104,25 @@ def _n_finite(theta):
 
 
 @njit(cache=True)
-def _tilt(theta, target, n_fin):
-    """Shift ``c`` with ``sum_d sigmoid(theta_d - c)`` within 0.25 of ``target`` (0 < target < n).
+def _tilted(theta, target, n_fin, k):
+    """``(p, r, const, c)``: tilted ``p_d = sigmoid(theta_d - c)``, ``r_d = 1 - p_d`` (computed
+    directly) and the constant ``k c + sum_d softplus(theta_d - c)`` of ``log e_k``, for a shift
+    ``c`` with ``sum_d p_d`` within 0.25 of ``target`` (0 < target < n_fin).
 
-    Safeguarded Newton on the decreasing function ``f(c) = sum sigmoid(theta_d - c) - target``
-    inside the bracket ``[min theta, max theta] - logit(target / n_fin)``. Any ``c`` gives the
-    exact result mathematically; this one only keeps the tilted pmf's mode at ``target``.
+    ``c``: safeguarded Newton on the decreasing function ``f(c) = sum_d p_d - target`` inside the
+    bracket ``[min theta, max theta] - logit(target / n_fin)``. Any ``c`` gives the exact result
+    mathematically; this one keeps the tilted pmf's mode at ``target``. Each Newton iterate
+    computes the ``p_d`` it needs for ``f`` as the result (one ``exp`` per item gives ``p_d``,
+    ``r_d`` and ``softplus``), so the accepted iterate's are returned as they are.
+
+    The constant is summed as ``sum_{theta_d > c} theta_d + (k - n_+) c + sum softplus(-|x_d|)``
+    with compensated (Neumaier) sums: ``k c`` and ``sum softplus`` are each much larger than
+    their sum when most ``p_d`` are near 1, and would cancel.
     """
+    D = theta.shape[0]
+    p = np.empty(D)
+    r = np.empty(D)
+    e = np.empty(D)
     lo = np.inf
     hi = -np.inf
     for t in theta:
@@ -133,13 +137,24 @@ def _tilt(theta, target, n_fin):
     for _ in range(200):
         f = -target
         fp = 0.0
-        for t in theta:
-            if t != -np.inf:
-                s = _sigmoid(t - c)
-                f += s
-                fp += s * (1.0 - s)
+        for d in range(D):
+            if theta[d] == -np.inf:
+                p[d] = 0.0
+                r[d] = 1.0
+                continue
+            x = theta[d] - c
+            ed = math.exp(-abs(x))
+            e[d] = ed
+            if x >= 0:
+                p[d] = 1.0 / (1.0 + ed)
+                r[d] = ed / (1.0 + ed)
+            else:
+                p[d] = ed / (1.0 + ed)
+                r[d] = 1.0 / (1.0 + ed)
+            f += p[d]
+            fp += p[d] * (1.0 - p[d])
         if abs(f) <= 0.25:
-            return c
+            break
         if f > 0:
             lo = c
         else:
@@ -148,51 +163,33 @@ def _tilt(theta, target, n_fin):
         if not (lo < c_new < hi):
             c_new = 0.5 * (lo + hi)
         c = c_new
-    return c
-
-
-@njit(cache=True)
-def _tilted_probs(theta, c, k):
-    """Tilted ``p_d = sigmoid(theta_d - c)``, ``r_d = 1 - p_d`` (computed directly), and the
-    constant ``k c + sum_d softplus(theta_d - c)`` of ``log e_k``.
-
-    The constant is summed as ``sum_{theta_d > c} theta_d + (k - n_+) c + sum softplus(-|x_d|)``
-    with compensated (Neumaier) sums: ``k c`` and ``sum softplus`` are each much larger than
-    their sum when most ``p_d`` are near 1, and would cancel.
-    """
-    D = theta.shape[0]
-    p = np.empty(D)
-    r = np.empty(D)
+    else:  # no iterate within 0.25 in 200 steps: use the last c (exact all the same)
+        for d in range(D):
+            if theta[d] != -np.inf:
+                x = theta[d] - c
+                ed = math.exp(-abs(x))
+                e[d] = ed
+                p[d] = 1.0 / (1.0 + ed) if x >= 0 else ed / (1.0 + ed)
+                r[d] = ed / (1.0 + ed) if x >= 0 else 1.0 / (1.0 + ed)
     s = 0.0
     comp = 0.0
     n_pos = 0
     for d in range(D):
-        x = theta[d] - c
         if theta[d] == -np.inf:
-            p[d] = 0.0
-            r[d] = 1.0
             continue
-        # one exp for the three: e = exp(-|x|) gives sigmoid(x) and sigmoid(-x) exactly as
-        # _sigmoid computes them, and softplus(x) (the same expressions, bit for bit)
-        e = math.exp(-abs(x))
-        if x >= 0:
-            p[d] = 1.0 / (1.0 + e)
-            r[d] = e / (1.0 + e)
-        else:
-            p[d] = e / (1.0 + e)
-            r[d] = 1.0 / (1.0 + e)
+        x = theta[d] - c
         if x > 0:
             n_pos += 1
-            term = theta[d] + math.log1p(e)
+            term = theta[d] + math.log1p(e[d])
         else:
-            term = math.log1p(e)
+            term = math.log1p(e[d])
         t = s + term
         if abs(s) >= abs(term):
             comp += (s - t) + term
         else:
             comp += (term - t) + s
         s = t
-    return p, r, s + comp + (k - n_pos) * c
+    return p, r, s + comp + (k - n_pos) * c, c
 
 
 @njit(cache=True)
@@ -241,8 +238,7 @@ def log_esp_core(theta, k):
     edge = _edge_value(theta, k, n_fin)
     if not np.isnan(edge):
         return edge
-    c = _tilt(theta, k, n_fin)
-    p, r, const = _tilted_probs(theta, c, k)
+    p, r, const, _ = _tilted(theta, k, n_fin, k)
     q = np.zeros(k + 1)
     q[0] = 1.0
     m = 0
@@ -336,8 +332,7 @@ def log_esp_and_marginals_core(theta, k):
                 if theta[d] != -np.inf:
                     marg[d] = 1.0
         return edge, marg
-    c = _tilt(theta, k, n_fin)
-    p, r, const = _tilted_probs(theta, c, k)
+    p, r, const, _ = _tilted(theta, k, n_fin, k)
     B = max(1, int(math.ceil(math.sqrt(D))))
     ck, g0 = _suffix_checkpoints(p, r, k, B)
     qk = g0[k]
@@ -384,8 +379,7 @@ def conditional_covariance_dot_core(theta, k, v):
     n_fin = _n_finite(theta)
     if k <= 0 or k >= n_fin:
         return out  # y is deterministic given k: zero covariance
-    c = _tilt(theta, k, n_fin)
-    p, r, _ = _tilted_probs(theta, c, k)
+    p, r, _, _ = _tilted(theta, k, n_fin, k)
     dp = np.zeros(D)
     for d in range(D):
         if p[d] != 0.0:
@@ -506,8 +500,7 @@ def draw_conditional_bernoulli_into(rng, theta, k, y):
             if theta[d] != -np.inf:
                 y[d] = 1
         return 0
-    c = _tilt(theta, k, n_fin)
-    p, r, _ = _tilted_probs(theta, c, k)
+    p, r, _, _ = _tilted(theta, k, n_fin, k)
     B = max(1, int(math.ceil(math.sqrt(D))))
     ck, _ = _suffix_checkpoints(p, r, k, B)
     buf = np.zeros((B + 1, k + 1))
@@ -587,8 +580,7 @@ def _log_esp_all_tilted(theta, K):
     out[0] = 0.0
     if top < 2:
         return out, False
-    c = _tilt(theta, 0.5 * top, n_fin)
-    p, r, const0 = _tilted_probs(theta, c, 0)
+    p, r, const0, c = _tilted(theta, 0.5 * top, n_fin, 0)
     q = np.zeros(top + 1)
     q[0] = 1.0
     m = 0
@@ -898,8 +890,7 @@ def _log_esp_all_fft_1d(theta, K, rtol):
     while not done.all():
         j0 = int(np.argmin(done))  # first uncovered count
         target = min(max(j0 + half, 0.5), n - 0.5)
-        c = _tilt(fin, target, n)
-        p, r, const0 = _tilted_probs(fin, c, 0)
+        p, r, const0, c = _tilted(fin, target, n, 0)
         q, bound = _product_tree_pmf(p, r)
         passes += 1
         ok = q[: top + 1] >= bound / rtol

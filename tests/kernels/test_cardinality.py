@@ -206,8 +206,7 @@ def test_tilt_keeps_mode_at_k():
     rng = np.random.default_rng(0)
     theta = rng.normal(size=500) * 5
     for k in [1, 50, 250, 499]:
-        c = C._tilt(theta, k, 500)
-        p = 1 / (1 + np.exp(-(theta - c)))
+        p, _, _, _ = C._tilted(theta, k, 500, k)
         q = stats.poisson_binom(p).pmf(k)
         assert q > 1 / (4 * math.sqrt(500))
 
@@ -241,8 +240,7 @@ def test_fft_roundoff_bound_holds():
     # against the exact positive DP on the same tilted probabilities).
     rng = np.random.default_rng(2)
     theta = rng.normal(size=4000)
-    c = C._tilt(theta, 2000.0, 4000)
-    p, r, _ = C._tilted_probs(theta, c, 0)
+    p, r, _, _ = C._tilted(theta, 2000.0, 4000, 0)
     q, bound = C._product_tree_pmf(p, r)
     exact = C._leaf_pmfs(p, r, 4000)[0]
     assert np.max(np.abs(q - exact)) <= bound

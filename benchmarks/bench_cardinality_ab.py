@@ -1,0 +1,112 @@
+"""A/B of the count-label kernels: this checkout against an older commit's
+``pm_perm/kernels/cardinality.py``, in ONE process (so the machine's load hits both).
+
+Run from the repository root (``PYTHONPATH=$PWD``, ``NUMBA_NUM_THREADS=1``):
+``.venv/bin/python benchmarks/bench_cardinality_ab.py --old 1e870d9``
+
+The old kernel file is taken with ``git show <old>:pm_perm/kernels/cardinality.py`` into a
+temporary folder and compiled without numba's cache. First both versions run on 20,000 random
+logit vectors (D = 1..39, scales 0.1 to 1,000, some ``-inf``; every count k): ``log e_k`` with
+and without the marginals, ``Cov(y | k) v``, every ``log e_j`` and conditional-Bernoulli draws
+(same seeds); the script reports how many cases differ in any bit. Then it times value + marginals
+on the count-labels guide's shape (400 rows, D = 8, k = 1..4), alternating the two versions,
+best of 7, in nanoseconds per row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+
+from pm_perm.kernels import cardinality as new
+
+
+def load_old(commit):
+    src = subprocess.run(["git", "show", f"{commit}:pm_perm/kernels/cardinality.py"], check=True,
+                         capture_output=True, text=True).stdout
+    src = src.replace("from pm_perm._numba import njit",
+                      "from numba import njit as _njit\n\n\n"
+                      "def njit(*args, cache=False, **kwargs):\n    return _njit(*args, **kwargs)")
+    path = Path(tempfile.mkdtemp(prefix="pm_perm_ab_")) / "old_cardinality.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("old_cardinality", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _same(a, b):
+    return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+def count_differences(old, n_cases=20_000):
+    rng = np.random.default_rng(0)
+    differ = 0
+    for case in range(n_cases):
+        D = int(rng.integers(1, 40))
+        theta = rng.normal(size=D) * [0.1, 1, 5, 30, 1e3][case % 5]
+        if case % 7 == 0:
+            theta[rng.random(D) < 0.3] = -np.inf
+        k = int(rng.integers(0, D + 1))
+        v = rng.normal(size=D)
+        a, b = old.log_esp_and_marginals_core(theta, k), new.log_esp_and_marginals_core(theta, k)
+        same = (_same(a[0], b[0]) and _same(a[1], b[1])
+                and _same(old.log_esp_core(theta, k), new.log_esp_core(theta, k))
+                and _same(old.conditional_covariance_dot_core(theta, k, v),
+                          new.conditional_covariance_dot_core(theta, k, v)))
+        if case % 10 == 0:
+            kf = min(k, int(np.isfinite(theta).sum()))
+            same = (same and _same(old.log_esp_all_core(theta, D), new.log_esp_all_core(theta, D))
+                    and _same(old.sample_conditional_bernoulli_core(np.random.default_rng(case),
+                                                                    theta, kf),
+                              new.sample_conditional_bernoulli_core(np.random.default_rng(case),
+                                                                    theta, kf)))
+        differ += not same
+    return differ, n_cases
+
+
+@numba.njit
+def _value_and_marginals(core, theta, k, reps):
+    s = 0.0
+    for _ in range(reps):
+        for i in range(theta.shape[0]):
+            value, marginals = core(theta[i], k[i])
+            s += value + marginals[0]
+    return s
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--old", required=True, help="commit whose cardinality.py is the reference")
+    args = parser.parse_args()
+    old = load_old(args.old)
+    differ, n = count_differences(old)
+    print(f"cases that differ in any bit: {differ} of {n}")
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=(400, 8))
+    k = rng.integers(1, 5, size=400)
+    cores = {"old": old.log_esp_and_marginals_core, "new": new.log_esp_and_marginals_core}
+    for core in cores.values():
+        _value_and_marginals(core, theta, k, 1)
+    best = dict.fromkeys(cores, np.inf)
+    for _ in range(7):
+        for name, core in cores.items():
+            t0 = time.perf_counter()
+            _value_and_marginals(core, theta, k, 200)
+            best[name] = min(best[name], time.perf_counter() - t0)
+    for name in cores:
+        label = args.old if name == "old" else "this checkout"
+        print(f"{name} ({label}): {best[name] / 200 / 400 * 1e9:.0f} ns per row "
+              "(value + marginals, 400 x 8)")
+    print(f"new / old: {best['new'] / best['old']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
