@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import venv
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -53,44 +54,42 @@ def test_console_command_in_empty_venv(tmp_path):
     assert probe.stdout.split() == ["True", "True"]
 
     exe = env_dir / "bin" / "pm-perm"
-    # The ranking-data command with its default model (full) on a PrefLib file of partial ballots
-    # (about 20 s of CPU on empty caches) runs in the background while the other commands run
-    # one after the other (about 35 s): .ci/run's last minute then uses both cores. The two
-    # share the caches (pm_perm's C kernels compile in one process at a time).
-    from pm_perm.rankings.data import write_preflib
-    from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
 
-    ballots = simulate_rankings(300, logits=rank_one_logits([2.0, 1.0, 0.0, -1.0]),
-                                length_probs=[0, 0.4, 0.3, 0, 0.3], rng=0, item_names="ABCD")
-    write_preflib(ballots, tmp_path / "ballots.soi")
-    rankings_out = tmp_path / "rankings.json"
-    rankings = subprocess.Popen(
-        [exe, "rankings", "ballots.soi", "--fit", "map", "--json", str(rankings_out)],
-        env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for args in (["--help"], ["rank", "--help"]):
-            subprocess.run([exe, *args], check=True, env=env, cwd=tmp_path, capture_output=True)
+    def run(*args):
+        return subprocess.run([exe, *args], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, check=False)
 
+    def rankings_and_help():
+        # the ranking-data command with its default model (full) on a PrefLib file of partial
+        # ballots (about 20 s of CPU on empty caches), then the help texts (4 s each: imports)
+        from pm_perm.rankings.data import write_preflib
+        from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
+
+        ballots = simulate_rankings(300, logits=rank_one_logits([2.0, 1.0, 0.0, -1.0]),
+                                    length_probs=[0, 0.4, 0.3, 0, 0.3], rng=0, item_names="ABCD")
+        write_preflib(ballots, tmp_path / "ballots.soi")
+        return [run("rankings", "ballots.soi", "--fit", "map", "--json", "rankings.json"),
+                run("--help"), run("rank", "--help")]
+
+    # Two streams of about 30 s of CPU each, so that .ci/run's last minute (this check ends
+    # after the suite) uses both cores; they share the caches (pm_perm's C kernels compile in
+    # one process at a time).
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(rankings_and_help)
         rng = np.random.default_rng(0)
         _write_letor(tmp_path / "train.txt", 8, rng)
         _write_letor(tmp_path / "test.txt", 4, rng)
         for model in ("ridge", "rankmatch", "ordinal"):
-            out = tmp_path / f"{model}.json"
-            proc = subprocess.run(
-                [exe, "rank", "--train", "train.txt", "--test", "test.txt", "--model", model,
-                 "--fit", "map", "--prior-sigma", "1", "--json", str(out)],
-                env=env, cwd=tmp_path, capture_output=True, text=True, check=False,
-            )
+            proc = run("rank", "--train", "train.txt", "--test", "test.txt", "--model", model,
+                       "--fit", "map", "--prior-sigma", "1", "--json", f"{model}.json")
             assert proc.returncode == 0, (f"pm-perm rank --model {model} failed:\n"
                                           f"{proc.stderr[-3000:]}")
-            test_metrics = json.loads(out.read_text())["test"]
+            test_metrics = json.loads((tmp_path / f"{model}.json").read_text())["test"]
             assert test_metrics and all(0.0 <= v <= 1.0 for v in test_metrics.values()), (
                 test_metrics)
-        _, stderr = rankings.communicate(timeout=600)
-    finally:
-        if rankings.poll() is None:
-            rankings.kill()
-            rankings.communicate()
-    assert rankings.returncode == 0, f"pm-perm rankings failed:\n{stderr[-3000:]}"
-    result = json.loads(rankings_out.read_text())
+        rankings, *helps = other.result(timeout=600)
+    assert rankings.returncode == 0, f"pm-perm rankings failed:\n{rankings.stderr[-3000:]}"
+    result = json.loads((tmp_path / "rankings.json").read_text())
     assert result["n_rankings"] == 300 and sorted(result["consensus"]) == list("ABCD")
+    for proc in helps:
+        assert proc.returncode == 0 and "usage: pm-perm" in proc.stdout, proc.stderr[-3000:]
