@@ -238,7 +238,7 @@ def log_esp_core(theta, k):
     edge = _edge_value(theta, k, n_fin)
     if not np.isnan(edge):
         return edge
-    p, r, const, _ = _tilted(theta, k, n_fin, k)
+    p, r, const, _ = _tilted(theta, float(k), n_fin, k)
     q = np.zeros(k + 1)
     q[0] = 1.0
     m = 0
@@ -332,7 +332,7 @@ def log_esp_and_marginals_core(theta, k):
                 if theta[d] != -np.inf:
                     marg[d] = 1.0
         return edge, marg
-    p, r, const, _ = _tilted(theta, k, n_fin, k)
+    p, r, const, _ = _tilted(theta, float(k), n_fin, k)
     B = max(1, int(math.ceil(math.sqrt(D))))
     ck, g0 = _suffix_checkpoints(p, r, k, B)
     qk = g0[k]
@@ -379,7 +379,7 @@ def conditional_covariance_dot_core(theta, k, v):
     n_fin = _n_finite(theta)
     if k <= 0 or k >= n_fin:
         return out  # y is deterministic given k: zero covariance
-    p, r, _, _ = _tilted(theta, k, n_fin, k)
+    p, r, _, _ = _tilted(theta, float(k), n_fin, k)
     dp = np.zeros(D)
     for d in range(D):
         if p[d] != 0.0:
@@ -500,7 +500,7 @@ def draw_conditional_bernoulli_into(rng, theta, k, y):
             if theta[d] != -np.inf:
                 y[d] = 1
         return 0
-    p, r, _, _ = _tilted(theta, k, n_fin, k)
+    p, r, _, _ = _tilted(theta, float(k), n_fin, k)
     B = max(1, int(math.ceil(math.sqrt(D))))
     ck, _ = _suffix_checkpoints(p, r, k, B)
     buf = np.zeros((B + 1, k + 1))
@@ -580,7 +580,7 @@ def _log_esp_all_tilted(theta, K):
     out[0] = 0.0
     if top < 2:
         return out, False
-    p, r, const0, c = _tilted(theta, 0.5 * top, n_fin, 0)
+    p, r, const0, c = _tilted(theta, 0.5 * top, n_fin, np.int64(0))
     q = np.zeros(top + 1)
     q[0] = 1.0
     m = 0

@@ -206,7 +206,7 @@ def test_tilt_keeps_mode_at_k():
     rng = np.random.default_rng(0)
     theta = rng.normal(size=500) * 5
     for k in [1, 50, 250, 499]:
-        p, _, _, _ = C._tilted(theta, k, 500, k)
+        p, _, _, _ = C._tilted(theta, float(k), 500, k)
         q = stats.poisson_binom(p).pmf(k)
         assert q > 1 / (4 * math.sqrt(500))
 
