@@ -43,3 +43,9 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   touch "$STAMP"
 fi
 PYTHON="$VENV/bin/python"
+# Python's bytecode cache for this venv's processes, in .venv/pycache (none in the source tree),
+# written even where PYTHONDONTWRITEBYTECODE is set: without it every new process (test workers,
+# CLI runs, sampler processes) compiled pymc's, pytensor's and numba's sources again, about 3 s
+# of CPU each (docs/benchmarks.md, "First use").
+export PYTHONPYCACHEPREFIX="$VENV/pycache"
+unset PYTHONDONTWRITEBYTECODE

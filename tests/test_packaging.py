@@ -42,6 +42,11 @@ def test_console_command_in_empty_venv(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba_cache")
     env["PYTENSOR_FLAGS"] = f"base_compiledir={tmp_path / 'pytensor'}"
+    # Python's bytecode cache as on a user's machine: pip's --no-compile below leaves it to the
+    # first command, which writes what it imports for the later ones (where PYTHONDONTWRITEBYTECODE
+    # is set, each command compiled pymc's, pytensor's and numba's sources again: 3 s each)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
     # --no-compile: pip does not byte-compile every installed module (the commands compile what
     # they import); it is still pip's plain install of the declared dependencies
     subprocess.run([python, "-m", "pip", "install", "-q", "--no-compile", str(ROOT)], check=True,
