@@ -16,30 +16,13 @@ best of 7, in nanoseconds per row.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import numba
 import numpy as np
+from _ab import load_old  # benchmarks/_ab.py
 
 from pm_perm.kernels import cardinality as new
-
-
-def load_old(commit):
-    src = subprocess.run(["git", "show", f"{commit}:pm_perm/kernels/cardinality.py"], check=True,
-                         capture_output=True, text=True).stdout
-    src = src.replace("from pm_perm._numba import njit",
-                      "from numba import njit as _njit\n\n\n"
-                      "def njit(*args, cache=False, **kwargs):\n    return _njit(*args, **kwargs)")
-    path = Path(tempfile.mkdtemp(prefix="pm_perm_ab_")) / "old_cardinality.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("old_cardinality", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _same(a, b):
@@ -86,7 +69,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--old", required=True, help="commit whose cardinality.py is the reference")
     args = parser.parse_args()
-    old = load_old(args.old)
+    old = load_old(args.old, "cardinality")
     differ, n = count_differences(old)
     print(f"cases that differ in any bit: {differ} of {n}")
     rng = np.random.default_rng(0)

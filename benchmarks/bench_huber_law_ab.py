@@ -15,29 +15,12 @@ order, best of ``--repeats``. Prints microseconds per trial and the ratio new / 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
+from _ab import load_old  # benchmarks/_ab.py
 
 from pm_perm.kernels import huber_law as new
-
-
-def load_old(commit):
-    src = subprocess.run(["git", "show", f"{commit}:pm_perm/kernels/huber_law.py"], check=True,
-                         capture_output=True, text=True).stdout
-    src = src.replace("from pm_perm._numba import njit",
-                      "from numba import njit as _njit\n\n\n"
-                      "def njit(*args, cache=False, **kwargs):\n    return _njit(*args, **kwargs)")
-    path = Path(tempfile.mkdtemp(prefix="pm_perm_ab_")) / "old_huber_law.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("old_huber_law", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def check_identical(old):
@@ -61,7 +44,7 @@ def main():
     parser.add_argument("--old", required=True, help="commit whose huber_law.py is the reference")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    old = load_old(args.old)
+    old = load_old(args.old, "huber_law")
     check_identical(old)
     x = np.random.default_rng(0).normal(size=(4, 40, 40, 2))
     x[:, range(40), range(40), 0] += 2.0

@@ -13,37 +13,20 @@ median milliseconds of each and the share of pairs in which the new version was 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
+from _ab import load_old  # benchmarks/_ab.py
 
 from pm_perm.kernels import permanent as new_kernel
 from pm_perm.kernels.assignment import dual_scaled
-
-
-def load_old(commit):
-    src = subprocess.run(["git", "show", f"{commit}:pm_perm/kernels/permanent.py"], check=True,
-                         capture_output=True, text=True).stdout
-    src = src.replace("from pm_perm._numba import njit",
-                      "from numba import njit as _njit\n\n\n"
-                      "def njit(*args, cache=False, **kwargs):\n    return _njit(*args, **kwargs)")
-    path = Path(tempfile.mkdtemp(prefix="pm_perm_ab_")) / "old_permanent.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location("old_permanent", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--old", default="394dd01")
     args = p.parse_args(argv)
-    old_kernel = load_old(args.old)
+    old_kernel = load_old(args.old, "permanent")
     for M, n in ((20, 40), (24, 8)):
         B, _, _ = dual_scaled(np.random.default_rng(M).normal(size=(M, M)))
         work = np.empty(1 << M)
