@@ -134,7 +134,7 @@ def _tilted(theta, target, n_fin, k):
     lo -= off
     hi -= off
     c = 0.5 * (lo + hi)
-    for _ in range(200):
+    for it in range(201):  # 200 Newton steps; the last c is used as it is (exact all the same)
         f = -target
         fp = 0.0
         for d in range(D):
@@ -153,7 +153,7 @@ def _tilted(theta, target, n_fin, k):
                 r[d] = 1.0 / (1.0 + ed)
             f += p[d]
             fp += p[d] * (1.0 - p[d])
-        if abs(f) <= 0.25:
+        if abs(f) <= 0.25 or it == 200:
             break
         if f > 0:
             lo = c
@@ -163,14 +163,6 @@ def _tilted(theta, target, n_fin, k):
         if not (lo < c_new < hi):
             c_new = 0.5 * (lo + hi)
         c = c_new
-    else:  # no iterate within 0.25 in 200 steps: use the last c (exact all the same)
-        for d in range(D):
-            if theta[d] != -np.inf:
-                x = theta[d] - c
-                ed = math.exp(-abs(x))
-                e[d] = ed
-                p[d] = 1.0 / (1.0 + ed) if x >= 0 else ed / (1.0 + ed)
-                r[d] = ed / (1.0 + ed) if x >= 0 else 1.0 / (1.0 + ed)
     s = 0.0
     comp = 0.0
     n_pos = 0
