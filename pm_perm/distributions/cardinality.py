@@ -187,9 +187,10 @@ class ConditionalBernoulliRV(RandomVariable):
         kk = np.broadcast_to(k, batch).reshape(-1)
         out = np.empty(th.shape, dtype=np.int64)
         for i in range(th.shape[0]):
-            if not (0 <= kk[i] <= _n_finite(th[i])):
+            row = c_array(th[i])
+            if not (0 <= kk[i] <= _n_finite(row)):
                 raise ValueError("ConditionalBernoulli: k must be in 0..number of finite logits")
-            out[i] = sample_conditional_bernoulli_core(rng, c_array(th[i]), int(kk[i]))
+            out[i] = sample_conditional_bernoulli_core(rng, row, int(kk[i]))
         return out.reshape(*batch, D)
 
 
