@@ -371,7 +371,9 @@ def _newton_stage(logB, G, tol, use_newton):
             if not (G[i, j] == G[i, j]):
                 return 0, math.inf
     Gn = G.copy()
-    ok, n, res = newton_kkt(logB, Gn, min(tol, NEWTON_TOL), NEWTON_STEPS, tol)
+    # np.int64: a bare global int would be typed Literal[int](50) and compile newton_kkt a second
+    # time beside the int64 version that direct callers (tests, scripts) use
+    ok, n, res = newton_kkt(logB, Gn, min(tol, NEWTON_TOL), np.int64(NEWTON_STEPS), tol)
     if not ok:
         return n, math.inf
     err = res
