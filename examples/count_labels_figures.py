@@ -1,12 +1,12 @@
 """The two figures of the count-labels guide (docs/guide/count_labels.md, worked example).
 
 Runs the guide's worked example exactly (400 rows, D = 8, one to four labels per row, NChooseK
-with a Dirichlet count prior, NUTS 4 x 1,000 draws, target_accept 0.95) and saves the forest
-plot of ``count_probs`` and the rootogram of the number of labels per row.
+with a Dirichlet count prior, NUTS 4 x 500 draws after 500 tuning steps, target_accept 0.95)
+and saves the forest plot of ``count_probs`` and the rootogram of the number of labels per row.
 
 Usage::
 
-    python examples/count_labels_figures.py --out docs/guide     # about a minute once compiled
+    python examples/count_labels_figures.py --out docs/guide     # about 30 s once compiled
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def main(argv=None):
         count_probs = pm.Dirichlet("count_probs", a=np.ones(D + 1), dims="count")
         logits = pm.math.dot(X, theta)
         NChooseK("y", logits=logits, count_probs=count_probs, observed=Y, dims=("obs", "item"))
-        idata = pm.sample(1000, tune=1000, chains=4, target_accept=0.95, random_seed=2,
+        idata = pm.sample(500, tune=500, chains=4, target_accept=0.95, random_seed=2,
                           progressbar=False)
         pm.sample_posterior_predictive(idata, extend_inferencedata=True, random_seed=3,
                                        progressbar=False)
