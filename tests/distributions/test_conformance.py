@@ -191,19 +191,24 @@ GOOD = [
 ]
 
 
-@pytest.mark.numba  # a batch of values: compiled code wins
-@pytest.mark.parametrize("case", GOOD, ids=[c[0] for c in GOOD])
-def test_non_integer_values_get_minus_inf(case):
-    """Every entry of a value in the support shifted by 0.4, -0.4, 1e-9, NaN or inf."""
-    _, make, value = case
-    rv = make()
+def _shifted(value):
+    """Every entry of ``value`` shifted by 0.4, -0.4, 1e-9, NaN or inf: one row per change."""
     bad = []
     for shift in (0.4, -0.4, 1e-9, np.nan, np.inf):
         for i in range(len(value)):
             b = np.asarray(value, dtype=float)
             b[i] += shift
             bad.append(b)
-    bad = np.array(bad)
+    return np.array(bad)
+
+
+@pytest.mark.parametrize("case", GOOD, ids=[c[0] for c in GOOD])
+def test_non_integer_values_get_minus_inf(case):
+    """Every entry of a value in the support shifted by 0.4, -0.4, 1e-9, NaN or inf, on the
+    test's backend (tests/conftest.py); every family on numba at once in the next test."""
+    _, make, value = case
+    rv = make()
+    bad = _shifted(value)
     x = pt.matrix("x")
     both = pytensor.function([x], [pm.logp(rv, x), pm.logp(rv, bad)])  # variable and literal
     ok = both(np.asarray([value], dtype=float))[0]
@@ -211,6 +216,26 @@ def test_non_integer_values_get_minus_inf(case):
     as_variable, as_literal = both(bad)
     assert np.all(as_variable == -np.inf) and np.all(as_literal == -np.inf)
     assert pm.logp(rv, [list(bad[0])]).eval() == -np.inf  # a list literal (the reproducer)
+
+
+@pytest.mark.numba  # the default backend's compiled logps, in one graph (one compilation)
+def test_non_integer_values_get_minus_inf_on_numba():
+    """As above for every family in one numba-compiled function: the values as an input and as a
+    literal, and a value in the support, which keeps a finite logp."""
+    inputs, outputs, feeds = [], [], []
+    for _, make, value in GOOD:
+        rv = make()
+        bad = _shifted(value)
+        x = pt.matrix()
+        inputs.append(x)
+        feeds.append(np.concatenate([bad, np.asarray([value], dtype=float)]))
+        outputs += [pm.logp(rv, x), pm.logp(rv, bad)]
+    results = pytensor.function(inputs, outputs, mode="NUMBA")(*feeds)
+    for (name, _, _), as_variable, as_literal in zip(GOOD, results[::2], results[1::2],
+                                                     strict=True):
+        assert np.all(as_variable[:-1] == -np.inf), name
+        assert np.isfinite(as_variable[-1]), name
+        assert np.all(as_literal == -np.inf), name
 
 
 @pytest.mark.parametrize("make", [lambda: PlackettLuce.dist(U3),
@@ -222,9 +247,18 @@ def test_rank_form_non_integer_values_are_not_truncated(make):
     assert lp[0] == -np.inf and np.all(np.isfinite(lp[1:]))
 
 
-@pytest.mark.numba  # draws of the default backend
-def test_valid_parameters_still_draw():
-    for _, make, _ in GOOD[:-1]:
-        rv = make()
-        draw = pm.draw(rv, random_seed=3)
-        assert np.isfinite(pm.logp(rv, draw).eval())
+# valid parameters of every family of _family
+VALID = {"exact": [W3], "bethe": [W3], "CB": [TH, 2], "NChooseK": [TH, CP],
+         "Ordinal counts": [TH, np.array([2, 1, 1])], "Ordinal count_probs": [TH, ORD_CP],
+         "PL": [U3, 1.0], "PL lp": [U3, LP], "PR": [W3, 1.0], "PR lp": [W3, LP]}
+
+
+@pytest.mark.parametrize("family", list(VALID))
+def test_valid_parameters_still_draw(family):
+    """Both sampling paths accept valid parameters, and the draws have a finite logp: the numba
+    draw functions of test_draws_refuse_what_logp_refuses (compiled once per family and file)."""
+    draw, logp, dist_params, op = _compiled(family)
+    params = VALID[family]
+    for value in (draw(*params),  # numba backend (pm.draw's default)
+                  op.rng_fn(np.random.default_rng(3), *dist_params(*params), None)):
+        assert np.isfinite(logp(*params, np.asarray(value)))
