@@ -39,7 +39,7 @@ from numba import carray
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, c_array
 
 __all__ = [
     "HL_BAD_LOGITS",
@@ -276,7 +276,7 @@ def huber_law_scale(W, n_sweeps=20):
 
 def huber_law_log_bound(A):
     """log of the Huber-Law upper bound ``prod_i h(r_i)/e`` on perm(A), for A in [0, 1]."""
-    A = np.ascontiguousarray(A, dtype=np.float64)
+    A = c_array(A)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square matrix; got shape {A.shape}")
     if (A < 0).any() or (A > 1).any() or np.isnan(A).any():

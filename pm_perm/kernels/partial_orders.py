@@ -46,7 +46,7 @@ import numpy as np
 from numba import carray
 
 from pm_perm._numba import njit
-from pm_perm.kernels._checks import as_square_logits, finite_or_minus_inf
+from pm_perm.kernels._checks import as_square_logits, c_array, finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels.permanent import (
     EXACT_MAX_M,
@@ -347,7 +347,7 @@ def partial_order_loglik_and_grad(W, orders, weights):
     One suffix table and one adjoint sweep per matrix, O(M 2^M), whatever ``n``.
     """
     arr, orders = _prepare(W, orders)
-    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    weights = c_array(weights)
     if weights.shape != (orders.shape[0],):
         raise ValueError(f"weights must have shape ({orders.shape[0]},); got {weights.shape}")
     flat = arr.reshape((-1,) + arr.shape[-2:])

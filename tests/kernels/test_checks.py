@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 
-from pm_perm.kernels import cardinality, partial_orders, permanent
+from pm_perm.kernels import cardinality, huber_law, partial_orders, permanent
 from pm_perm.kernels._checks import c_array
 
 
@@ -36,6 +36,13 @@ def test_read_only_input_does_not_compile_another_kernel_variant():
     cardinality.log_esp_and_marginals(theta, np.broadcast_to(2, (3,)))
     permanent.log_permanent(W)
     partial_orders.partial_order_loglik(W, orders)
+    weights = np.ones(2)
+    weights.flags.writeable = False
+    partial_orders.partial_order_loglik_and_grad(W, orders, weights)
+    A = np.full((3, 3), 0.3)
+    A.flags.writeable = False
+    huber_law.huber_law_log_bound(A)
     for dispatcher in (cardinality._log_esp_batch, cardinality._log_esp_and_marginals_batch,
-                       permanent._log_permanent_batch, partial_orders._batch):
+                       permanent._log_permanent_batch, partial_orders._batch,
+                       huber_law._log_bound):
         assert not _read_only_array_args(dispatcher), dispatcher.py_func.__qualname__
