@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 
 
@@ -16,3 +17,10 @@ def best_time(fn, repeats):
         fn()
         best = min(best, time.perf_counter() - t)
     return best
+
+
+def clock():
+    """``(wall, cpu)`` seconds now: ``time.perf_counter()`` and the process's user + system CPU
+    time (``os.times()``; the difference of two calls is what a step cost)."""
+    t = os.times()
+    return time.perf_counter(), t.user + t.system

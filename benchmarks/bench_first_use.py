@@ -40,14 +40,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
+from _timing import clock  # benchmarks/_timing.py
 
 STEPS = ("import", "compile_logp", "compile_dlogp", "find_MAP")
-
-
-def _clock():
-    t = os.times()
-    return time.perf_counter(), t.user + t.system
 
 
 def make_data(path, n_graphs=200, M=8, seed=2026):
@@ -70,13 +66,13 @@ def make_data(path, n_graphs=200, M=8, seed=2026):
 def child(model_name, data_path):
     """Runs in the subprocess: time each step, print one JSON line."""
     out = {}
-    w0, c0 = _clock()
+    w0, c0 = clock()
     import numpy as np
     import pymc as pm
 
     if model_name == "matching":
         import pm_perm
-    w1, c1 = _clock()
+    w1, c1 = clock()
     out["import"] = (w1 - w0, c1 - c0)
 
     data = np.load(data_path)
@@ -89,20 +85,20 @@ def child(model_name, data_path):
             pm.Bernoulli("y", logit_p=pm.math.dot(data["x_lr"], theta), observed=data["y_lr"])
     ip = model.initial_point()
 
-    w0, c0 = _clock()
+    w0, c0 = clock()
     logp = model.compile_logp()
     logp(ip)
-    w1, c1 = _clock()
+    w1, c1 = clock()
     out["compile_logp"] = (w1 - w0, c1 - c0)
 
     dlogp = model.compile_dlogp()
     dlogp(ip)
-    w2, c2 = _clock()
+    w2, c2 = clock()
     out["compile_dlogp"] = (w2 - w1, c2 - c1)
 
     with model:
         pm.find_MAP(progressbar=False, jitter=False)
-    w3, c3 = _clock()
+    w3, c3 = clock()
     out["find_MAP"] = (w3 - w2, c3 - c2)
     print("RESULT " + json.dumps(out))
 
@@ -160,14 +156,14 @@ def graph_child(spec):
     for item in spec.split(","):
         name, graph = item.split(":")
         inputs, values, rv, value = _graph_case(name)
-        w0, c0 = _clock()
+        w0, c0 = clock()
         if graph == "draw":
             f = pytensor.function(inputs, rv)
         else:
             lp = pm.logp(rv, value).sum()
             f = pytensor.function(inputs, [lp, pt.grad(lp, inputs[0])])
         f(*values)
-        w1, c1 = _clock()
+        w1, c1 = clock()
         out[item] = (w1 - w0, c1 - c0)
     print("RESULT " + json.dumps(out))
 
@@ -196,10 +192,10 @@ def graphs_main(cases, repeats):
     items = [f"{n}:{g}" for n in names for g in GRAPHS]
     with tempfile.TemporaryDirectory(prefix="pm_perm_first_use_graphs_") as root:
         numba_dir = os.path.join(root, "numba")
-        w0, c0 = _clock()
+        w0, c0 = clock()
         _run_child(["--graph-child", ",".join(items)],
                    _child_env(numba_dir, os.path.join(root, "warmup")))
-        w1, _ = _clock()
+        w1, _ = clock()
         print(f"warm-up (numba kernels and every graph, one process): {w1 - w0:.1f} s wall")
         results = {item: [] for item in items}
         for r in range(repeats):
