@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 
 import jax
@@ -44,7 +45,8 @@ def on_platform(args, cpu, xla, cpu_kernel=None):
     """``cpu(*args)`` (an FFI call into the numba kernel) when the program runs on a CPU,
     ``xla(*args)`` on every other platform (GPU, TPU) or when :func:`use_cpu_kernel` is False.
     The choice is made when XLA lowers the program for its platform
-    (``jax.lax.platform_dependent``), so only one branch is compiled.
+    (``jax.lax.platform_dependent``), so only one branch is compiled; in a process whose only
+    JAX backend is the CPU, only ``cpu`` is traced.
 
     ``cpu_kernel``: the value of :func:`use_cpu_kernel` to use instead of reading it now. A
     ``jax.custom_vjp`` backward pass that calls this must pass the value read in its forward
@@ -52,4 +54,17 @@ def on_platform(args, cpu, xla, cpu_kernel=None):
     :func:`xla_only` block around the call."""
     if not (use_cpu_kernel() if cpu_kernel is None else cpu_kernel):
         return xla(*args)
+    if _cpu_only():  # no other platform to lower for: the XLA branch is not even traced
+        return cpu(*args)
     return jax.lax.platform_dependent(*args, cpu=cpu, default=xla)
+
+
+@functools.cache
+def _cpu_only() -> bool:
+    """True when JAX has no backend but the CPU in this process, so that every program runs on
+    the CPU: :func:`on_platform` then traces the CPU branch alone (tracing the unused XLA
+    program took about 1 s per ranking model). Lowering for another platform from such a
+    process (``jax.export`` with ``platforms=``) needs :func:`xla_only`."""
+    from jax.extend.backend import backends
+
+    return set(backends()) <= {"cpu"}

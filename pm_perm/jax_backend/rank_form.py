@@ -336,16 +336,22 @@ def loglik_fns(target, param_ndim, check, xla):
     Second derivatives are not implemented (as in numba).
     """
 
+    # Each XLA program traced once per argument shapes and dtypes: a program that calls
+    # ``values_and_grad`` twice (``sum_and_grad`` and the backward pass of ``loglik``) reuses
+    # the first trace (tracing is about half of such a program's compile time at M = 5).
+    xla_values = jax.jit(lambda x, o: xla(x, o, None))
+    xla_values_and_grad = jax.jit(xla)
+
     def values(cpu, x, o):
         check(x, o)
         w = jnp.zeros(o.shape[:-1], x.dtype)
         return on_platform((x, o, w), lambda x, o, w: _ffi(target, param_ndim, x, o, w, False),
-                           lambda x, o, w: xla(x, o, None), cpu)
+                           lambda x, o, w: xla_values(x, o), cpu)
 
     def values_and_grad(cpu, x, o, w):
         check(x, o)
         return on_platform((x, o, w), lambda x, o, w: _ffi(target, param_ndim, x, o, w, True),
-                           xla, cpu)
+                           xla_values_and_grad, cpu)
 
     @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
     def loglik(cpu, x, o):

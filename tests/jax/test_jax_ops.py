@@ -284,6 +284,25 @@ def test_cpu_path_dispatch():
             assert "custom_call" not in po and "custom_call" not in pl
 
 
+def test_cpu_only_process_traces_the_cpu_branch_alone(monkeypatch):
+    """Where the CPU is JAX's only backend (this machine), the program holds the FFI call alone
+    (the XLA branch is not traced: about 1 s per ranking model); where another backend exists,
+    both branches are traced and the platform picks one when the program is lowered."""
+    from pm_perm.jax_backend import plackett_luce, platform
+
+    if not platform._cpu_only():
+        pytest.skip("JAX has a backend other than the CPU here")
+    loglik = plackett_luce.loglik_fns()[0]
+    orders = _orders(4)
+
+    def jaxpr():
+        return str(jax.make_jaxpr(jax.grad(lambda u: loglik(u, orders).sum()))(np.zeros(4)))
+
+    assert "platform_index" not in jaxpr() and "pm_perm_plackett_luce" in jaxpr()
+    monkeypatch.setattr(platform, "_cpu_only", lambda: False)
+    assert "platform_index" in jaxpr()
+
+
 def test_cpu_path_float32():
     """float32 inputs on the CPU path: float32 outputs, the float64 kernel's values rounded
     (the FFI handler converts to float64 and back), batched by vmap."""

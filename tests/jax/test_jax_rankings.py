@@ -8,7 +8,8 @@ compiles observed data) and as inputs (parsed by the program, as nutpie's JAX ba
 ``pm.Data``). Order sets, for M <= 7: every top-k order of every k (all top-k patterns) and
 random tie patterns (blocks of random sizes, the last one maybe unranked), plus invalid rows;
 logits batched (2, 3, M, M) with forbidden (``-inf``) entries. Values, per-order gradients
-(``jax.grad`` of a weighted sum of ``loglik``, what numpyro differentiates), the count-weighted
+(the pullback of ``loglik`` with the weights as cotangent, i.e. its ``custom_vjp``
+backward pass, which numpyro's ``jax.grad`` calls), the count-weighted
 sum and its gradient. The default run covers M = 5 (one XLA compilation per case is most of the
 time); M = 1..7 with ``--runslow``.
 """
@@ -105,19 +106,22 @@ def close(a, b, tol=TOL):
     np.testing.assert_allclose(a[fin], b[fin], rtol=tol, atol=tol)
 
 
-def run_jax(family, path, const, x, orders, w):
-    """``(values, total, grad of the sum, jax.grad of sum_n w_n loglik_n)`` on one path."""
+def run_jax(family, path, const, x, orders, w, with_vjp=True):
+    """``(values, total, grad of the sum, gradient of sum_n w_n loglik_n)`` on one path; the
+    last is the pullback of ``loglik`` (what ``jax.grad`` of a weighted sum of it calls, i.e.
+    its ``custom_vjp`` backward pass), None unless ``with_vjp``."""
     build, _, _, core_ndim = FAMILIES[family]
     nb = x.ndim - core_ndim
     with _path(path):
         loglik, sum_and_grad, _ = build(orders if const else None)
 
-        def weighted(x, o, w):
-            return jnp.sum(jnp.where(w != 0, w * loglik(x, o), 0.0))
-
         def everything(x, o, w):  # one program: one compilation per case
-            g = jax.grad(lambda x: jnp.sum(_batched(weighted, nb, 2)(x, o, w)))(x)
-            return (_batched(loglik, nb, 1)(x, o), *_batched(sum_and_grad, nb, 2)(x, o, w), g)
+            if with_vjp:  # the values and their pullback from one forward pass
+                values, pullback = jax.vjp(lambda x: _batched(loglik, nb, 1)(x, o), x)
+                g = pullback(jnp.broadcast_to(jnp.where(w != 0, w, 0.0), values.shape))[0]
+            else:
+                values, g = _batched(loglik, nb, 1)(x, o), None
+            return (values, *_batched(sum_and_grad, nb, 2)(x, o, w), g)
 
         return jax.jit(everything)(x, orders, w)
 
@@ -138,7 +142,7 @@ def test_values_and_gradients_match_numba(M, family, path, const):
     close(values, ref_values)
     close(total, ref_total)
     close(grad, ref_grad)
-    close(g, ref_grad)  # jax.grad of the weighted per-order values: the same gradient
+    close(g, ref_grad)  # loglik's pullback with the weights: the same gradient
     assert np.all(np.isfinite(g))  # no NaN from -inf values (impossible or invalid orders)
 
 
@@ -182,7 +186,7 @@ def test_extreme_parameters_stay_exact(path):
     for family, x in [("partial_orders", rng.normal(size=(2, M, M)) * 500.0),
                       ("plackett_luce", rng.normal(size=(2, M)) * 500.0)]:
         ref_values, ref_total, ref_grad = numba_reference(family, x, orders, w)
-        values, total, grad, _ = run_jax(family, path, True, x, orders, w)
+        values, total, grad, _ = run_jax(family, path, True, x, orders, w, with_vjp=False)
         assert np.isfinite(values).all()
         close(values, ref_values)
         close(total, ref_total)
@@ -204,7 +208,8 @@ def test_tie_blocks_in_batches(family, const, monkeypatch):
     orders = random_tie_orders(rng, M, 80)
     w = rng.integers(1, 4, size=len(orders)).astype(np.float64)
     ref = numba_reference(family, x, orders, w)
-    for got, want in zip(run_jax(family, "xla", const, x, orders, w)[:3], ref, strict=True):
+    out = run_jax(family, "xla", const, x, orders, w, with_vjp=False)[:3]
+    for got, want in zip(out, ref, strict=True):
         close(got, want)
 
 
