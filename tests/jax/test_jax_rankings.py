@@ -8,10 +8,9 @@ compiles observed data) and as inputs (parsed by the program, as nutpie's JAX ba
 ``pm.Data``). Order sets, for M <= 7: every top-k order of every k (all top-k patterns) and
 random tie patterns (blocks of random sizes, the last one maybe unranked), plus invalid rows;
 logits batched (2, 3, M, M) with forbidden (``-inf``) entries. Values, per-order gradients
-(the pullback of ``loglik`` with the weights as cotangent, i.e. its ``custom_vjp``
-backward pass, which numpyro's ``jax.grad`` calls), the count-weighted
-sum and its gradient. The default run covers M = 5 (one XLA compilation per case is most of the
-time); M = 1..7 with ``--runslow``.
+(the pullback of ``loglik`` with the weights as cotangent, i.e. its ``custom_vjp`` backward pass,
+which numpyro's ``jax.grad`` calls), the count-weighted sum and its gradient. The default run
+covers M = 5 (one XLA compilation per case is most of the time); M = 1..7 with ``--runslow``.
 """
 
 from __future__ import annotations
