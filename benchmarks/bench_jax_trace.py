@@ -8,40 +8,24 @@ backend it now traces the CPU branch alone. This script measures both ways side 
 process (the old way by making ``_cpu_only`` answer False): the CPU seconds to trace and lower,
 and to compile, ``jax.jit(jax.value_and_grad(logp))`` of PyMC's jaxified logp (what numpyro and
 blackjax compile) of a ``PlackettLuce`` and a ``PartialRanking`` model (ZeroSumNormal
-parameters) of 300 random weak orders of ``--items`` items (blocks of random sizes, so with
-middle tie blocks) or, with ``--no-ties``, 300 top-k orders without ties. Each case is built
+parameters) of up to 300 distinct random weak orders of ``--items`` items (the tests' generator,
+``tests/rankings/_brute.random_tie_orders``: blocks of random sizes, so with middle tie blocks)
+or, with ``--no-ties``, 300 Plackett-Luce top-k ballots of every length
+(``pm_perm.rankings.synthetic.draw_ballots``). Each case is built
 anew (no trace cache shared), after a warm-up case of the same family, the old way first.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-
-def weak_orders(rng, M, n):
-    """``n`` random weak orders of ``M`` items: a random composition into blocks (a cut after
-    each position with probability 0.4), the last block unranked half the time."""
-    out = np.empty((n, M), dtype=np.int64)
-    for r in range(n):
-        cuts = np.flatnonzero(rng.random(M - 1) < 0.4) + 1
-        sizes = np.diff(np.concatenate([[0], cuts, [M]]))
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        value = np.repeat(starts, sizes)
-        if rng.random() < 0.5:
-            value[value == starts[-1]] = -1
-        out[r, rng.permutation(M)] = value
-    return out
-
-
-def top_k_orders(rng, M, n):
-    out = np.full((n, M), -1, dtype=np.int64)
-    for r in range(n):
-        k = rng.integers(1, M + 1)
-        out[r, rng.permutation(M)[:k]] = np.arange(k)
-    return out
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.rankings._brute import random_tie_orders  # noqa: E402
 
 
 def measure(family, orders, both):
@@ -86,10 +70,17 @@ def main(argv=None):
     from jax.extend.backend import backends
 
     jax.config.update("jax_enable_x64", True)
+    from pm_perm.rankings.synthetic import draw_ballots
+
     rng = np.random.default_rng(0)
-    orders = (top_k_orders if args.no_ties else weak_orders)(rng, args.items, 300)
-    print(f"JAX {jax.__version__}, backends: {sorted(backends())}; "
-          f"300 {'top-k' if args.no_ties else 'weak'} orders of {args.items} items; CPU seconds")
+    M = args.items
+    if args.no_ties:  # Plackett-Luce ballots of every length 1..M
+        orders = draw_ballots(300, utilities=rng.normal(size=M),
+                              length_probs=np.r_[0.0, np.ones(M)], rng=rng)
+    else:
+        orders = random_tie_orders(rng, M, 300)
+    print(f"JAX {jax.__version__}, backends: {sorted(backends())}; {len(orders)} "
+          f"{'top-k' if args.no_ties else 'weak'} orders of {M} items; CPU seconds")
     print(f"{'model':16s} {'traced':22s} {'trace + lower':>14s} {'compile':>8s} {'total':>7s}")
     for family in ("PlackettLuce", "PartialRanking"):
         measure(family, orders[:50], True)  # warm-up: JAX's and PyTensor's first-call costs

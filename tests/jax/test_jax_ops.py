@@ -286,7 +286,7 @@ def test_cpu_path_dispatch():
 
 def test_cpu_only_process_traces_the_cpu_branch_alone(monkeypatch):
     """Where the CPU is JAX's only backend (this machine), the program holds the FFI call alone
-    (the XLA branch is not traced: 1.4-1.6 s per ranking model at M = 8 with ties); where
+    (the XLA branch is not traced: 1.3 s of tracing per ranking model at M = 8 with ties); where
     another backend exists, both branches are traced and the platform picks one when the
     program is lowered."""
     from pm_perm.jax_backend import plackett_luce, platform
