@@ -1,9 +1,12 @@
-"""Timing helper shared by the benchmark scripts (run them as ``python benchmarks/<name>.py``)."""
+"""Timing helpers shared by the benchmark scripts (run them as ``python benchmarks/<name>.py``)."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import subprocess
+import sys
 import time
 
 
@@ -24,3 +27,15 @@ def clock():
     time (``os.times()``; the difference of two calls is what a step cost)."""
     t = os.times()
     return time.perf_counter(), t.user + t.system
+
+
+def run_child(script, args, env):
+    """Run ``python script *args`` in a fresh process with ``env`` and return the JSON of the last
+    stdout line starting ``RESULT `` (the child prints ``"RESULT " + json.dumps(...)``); a failed
+    child raises ``RuntimeError`` with the end of its stderr."""
+    proc = subprocess.run([sys.executable, script, *args], env=env, capture_output=True,
+                          text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])

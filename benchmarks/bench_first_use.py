@@ -37,11 +37,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
-from _timing import clock  # benchmarks/_timing.py
+from _timing import clock, run_child  # benchmarks/_timing.py
 
 STEPS = ("import", "compile_logp", "compile_dlogp", "find_MAP")
 
@@ -177,15 +175,6 @@ def _child_env(numba_dir, pytensor_dir):
     return env
 
 
-def _run_child(args, env):
-    proc = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True,
-                          text=True, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"child {args} failed:\n{proc.stderr[-3000:]}")
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
-
-
 def graphs_main(cases, repeats):
     """The ``--graphs`` table: CPU seconds (wall in brackets) per graph, fresh PyTensor cache."""
     names = [*cases, *GRAPH_REFERENCES]
@@ -193,15 +182,16 @@ def graphs_main(cases, repeats):
     with tempfile.TemporaryDirectory(prefix="pm_perm_first_use_graphs_") as root:
         numba_dir = os.path.join(root, "numba")
         w0, c0 = clock()
-        _run_child(["--graph-child", ",".join(items)],
-                   _child_env(numba_dir, os.path.join(root, "warmup")))
+        run_child(__file__, ["--graph-child", ",".join(items)],
+                  _child_env(numba_dir, os.path.join(root, "warmup")))
         w1, _ = clock()
         print(f"warm-up (numba kernels and every graph, one process): {w1 - w0:.1f} s wall")
         results = {item: [] for item in items}
         for r in range(repeats):
             for item in items:
                 pytensor_dir = os.path.join(root, f"pytensor-{r}-{item.replace(':', '-')}")
-                res = _run_child(["--graph-child", item], _child_env(numba_dir, pytensor_dir))
+                res = run_child(__file__, ["--graph-child", item],
+                                _child_env(numba_dir, pytensor_dir))
                 results[item].append(res[item])
     print(f"{'distribution':22s} " + " ".join(f"{g + ' CPU (wall) s':>24s}" for g in GRAPHS))
     for n in names:
@@ -216,7 +206,7 @@ def graphs_main(cases, repeats):
 
 def run(model_name, cache_root, data_path):
     env = _child_env(os.path.join(cache_root, "numba"), os.path.join(cache_root, "pytensor"))
-    return _run_child(["--child", model_name, "--data", data_path], env)
+    return run_child(__file__, ["--child", model_name, "--data", data_path], env)
 
 
 def main(argv=None):

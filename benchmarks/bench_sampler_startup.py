@@ -31,11 +31,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 
-from _timing import clock  # benchmarks/_timing.py
+from _timing import clock, run_child  # benchmarks/_timing.py
 
 MODELS = ("matching", "count")
 SAMPLERS = ("nutpie", "pymc")
@@ -73,6 +71,7 @@ def child(name, sampler):
     if sampler == "prime":  # compile pm_perm's kernels (logp, gradient, draws) into the cache
         model.compile_logp()(model.initial_point())
         model.compile_dlogp()(model.initial_point())
+        print("RESULT {}")
         return
     extra = {"cores": 1} if sampler == "pymc" else {}
     with model:
@@ -82,14 +81,12 @@ def child(name, sampler):
         w1, c1 = clock()
     theta = idata.posterior["theta"].mean(("chain", "draw")).values
     diverging = int(idata.sample_stats["diverging"].sum())
-    print(json.dumps({"wall": w1 - w0, "cpu": c1 - c0, "theta": theta.round(3).tolist(),
-                      "divergences": diverging}))
+    print("RESULT " + json.dumps({"wall": w1 - w0, "cpu": c1 - c0,
+                                  "theta": theta.round(3).tolist(), "divergences": diverging}))
 
 
 def _run(env, *args):
-    out = subprocess.run([sys.executable, __file__, "--child", *args], env=env, check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1]) if args[1] != "prime" else None
+    return run_child(__file__, ["--child", *args], env)
 
 
 def main():
