@@ -217,8 +217,10 @@ class CompiledMAP:
             model=model, overrides=None, jitter_rvs=set(model.free_RVs), chains=1)
         unobserved = model.unobserved_value_vars
         self._names = [v.name for v in unobserved]
+        # evaluated once per fit: the Python linker whatever ``mode`` is (FAST_COMPILE's linker
+        # would compile C code for a simplex transform's softmax; pm_perm._modes)
         self._values = model.compile_fn(unobserved, inputs=vars_, point_fn=False,
-                                        on_unused_input="ignore", mode="FAST_COMPILE")
+                                        on_unused_input="ignore", mode=PYTHON_MODE)
 
     def fit(self, *, seed=0, maxiter=20_000):
         """One L-BFGS-B fit from a jittered start.
