@@ -25,7 +25,10 @@ def test_symbolic_ops_are_inlined():
     assert _inner_graph_ops(fn) == []
     v = np.array([0.5, -1.0, 2.0])
     sm = np.exp(v - v.max()) / np.exp(v - v.max()).sum()
-    np.testing.assert_allclose(fn(v)[0], sm + np.log(sm), rtol=1e-14)
+    value, grad = fn(v)
+    np.testing.assert_allclose(value, sm + np.log(sm), rtol=1e-14)
+    # sum(out) = 1 + sum(x) - D logsumexp(x): gradient 1 - D softmax(x)
+    np.testing.assert_allclose(grad, 1.0 - v.size * sm, rtol=1e-13, atol=1e-15)
 
 
 def test_map_functions_of_a_simplex_model_hold_no_inner_graph():
