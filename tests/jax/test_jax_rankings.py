@@ -105,24 +105,40 @@ def close(a, b, tol=TOL):
     np.testing.assert_allclose(a[fin], b[fin], rtol=tol, atol=tol)
 
 
+# Compiled programs by case, shared by the tests that run the same case (JAX compiles a new
+# ``jax.jit`` object again even for an identical program: about 5 s of XLA compilation per case)
+_PROGRAMS: dict = {}
+
+
 def run_jax(family, path, const, x, orders, w, with_vjp=True):
     """``(values, total, grad of the sum, gradient of sum_n w_n loglik_n)`` on one path; the
     last is the pullback of ``loglik`` (what ``jax.grad`` of a weighted sum of it calls, i.e.
-    its ``custom_vjp`` backward pass), None unless ``with_vjp``."""
+    its ``custom_vjp`` backward pass), None unless ``with_vjp``. One compiled program per case
+    (family, path, the orders when constant, the shapes), reused by later calls."""
     build, _, _, core_ndim = FAMILIES[family]
     nb = x.ndim - core_ndim
+    key = (family, path, orders.tobytes() if const else None, orders.shape, orders.dtype.str,
+           with_vjp, nb, rank_form.TIE_BATCH_ELEMENTS, plackett_luce.TIE_BLOCK_MAX)
     with _path(path):
-        loglik, sum_and_grad, _ = build(orders if const else None)
+        if key not in _PROGRAMS:
+            loglik, sum_and_grad, _ = build(orders if const else None)
 
-        def everything(x, o, w):  # one program: one compilation per case
-            if with_vjp:  # the values and their pullback from one forward pass
-                values, pullback = jax.vjp(lambda x: _batched(loglik, nb, 1)(x, o), x)
-                g = pullback(jnp.broadcast_to(jnp.where(w != 0, w, 0.0), values.shape))[0]
-            else:
-                values, g = _batched(loglik, nb, 1)(x, o), None
-            return (values, *_batched(sum_and_grad, nb, 2)(x, o, w), g)
+            def everything(x, o, w):  # one program: one compilation per case
+                if with_vjp:  # the values and their pullback from one forward pass
+                    values, pullback = jax.vjp(lambda x: _batched(loglik, nb, 1)(x, o), x)
+                    g = pullback(jnp.broadcast_to(jnp.where(w != 0, w, 0.0), values.shape))[0]
+                else:
+                    values, g = _batched(loglik, nb, 1)(x, o), None
+                return (values, *_batched(sum_and_grad, nb, 2)(x, o, w), g)
 
-        return jax.jit(everything)(x, orders, w)
+            _PROGRAMS[key] = jax.jit(everything)
+        return _PROGRAMS[key](x, orders, w)
+
+
+def values_case(M, family):
+    """The parameters and orders of test_values_and_gradients_match_numba's case."""
+    rng = np.random.default_rng(10 * M + (family == "plackett_luce"))
+    return FAMILIES[family][2](rng, M), order_set(rng, M), rng
 
 
 @pytest.mark.parametrize("const", [True, False], ids=["orders-constant", "orders-input"])
@@ -130,9 +146,7 @@ def run_jax(family, path, const, x, orders, w, with_vjp=True):
 @pytest.mark.parametrize("family", list(FAMILIES))
 @pytest.mark.parametrize("M", SIZES)
 def test_values_and_gradients_match_numba(M, family, path, const):
-    rng = np.random.default_rng(10 * M + (family == "plackett_luce"))
-    x = FAMILIES[family][2](rng, M)
-    orders = order_set(rng, M)
+    x, orders, rng = values_case(M, family)
     w = rng.integers(0, 4, size=len(orders)).astype(np.float64)
     n_bad = len(invalid_orders(M))
     w[-n_bad:] = [0.0, 1.0, 2.0, 0.0][:n_bad]  # invalid rows with and without weight
@@ -177,19 +191,21 @@ def test_invalid_parameters_give_nan(path):
 @pytest.mark.parametrize("path", PATHS)
 def test_extreme_parameters_stay_exact(path):
     """Logits / utilities hundreds of nats apart (a sampler's warm-up visits them): every value
-    finite where numba's is (the XLA programs work in log space) and equal to it."""
-    rng = np.random.default_rng(5)
-    M = 6
-    orders = np.concatenate([every_top_k_order(M)[::7], random_tie_orders(rng, M, 30)])
-    w = np.ones(len(orders))
-    for family, x in [("partial_orders", rng.normal(size=(2, M, M)) * 500.0),
-                      ("plackett_luce", rng.normal(size=(2, M)) * 500.0)]:
+    finite where numba's is (the XLA programs work in log space) and equal to it. The orders and
+    shapes of test_values_and_gradients_match_numba's M = 5 case (every top-k order, random tie
+    patterns, invalid rows), so that its compiled programs serve here too."""
+    for family in FAMILIES:
+        x, orders, _ = values_case(5, family)
+        x = x * 250.0  # standard deviation 500
+        w = np.ones(len(orders))
         ref_values, ref_total, ref_grad = numba_reference(family, x, orders, w)
-        values, total, grad, _ = run_jax(family, path, True, x, orders, w, with_vjp=False)
-        assert np.isfinite(values).all()
+        values, total, grad, g = run_jax(family, path, True, x, orders, w)
+        n_bad = len(invalid_orders(5))
+        assert np.isfinite(ref_values[..., :-n_bad]).mean() > 0.5  # mostly possible orders
         close(values, ref_values)
         close(total, ref_total)
         close(grad, ref_grad, tol=1e-8)
+        close(g, ref_grad, tol=1e-8)
 
 
 @pytest.mark.parametrize("family, const", [
