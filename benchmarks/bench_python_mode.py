@@ -37,17 +37,11 @@ VARIANTS = ("without inlining", "PYTHON_MODE")
 
 def _modes(variant):
     """(value-and-gradient mode, untransformed-values mode) of a variant."""
-    from pytensor.compile.mode import Mode
-    from pytensor.graph.rewriting.db import RewriteDatabaseQuery
-    from pytensor.link.vm import VMLinker
-
-    from pm_perm._modes import PYTHON_MODE
+    from pm_perm._modes import INLINE_SYMBOLIC_TAG, PYTHON_MODE
 
     if variant == "PYTHON_MODE":
         return PYTHON_MODE, PYTHON_MODE
-    old = Mode(VMLinker(use_cloop=False, c_thunks=False),
-               RewriteDatabaseQuery(include=["fast_run", "py_only"], exclude=["fusion"]))
-    return old, "FAST_COMPILE"
+    return PYTHON_MODE.excluding(INLINE_SYMBOLIC_TAG), "FAST_COMPILE"
 
 
 def _model(components):
