@@ -57,7 +57,12 @@ partial_order_loglik / PartialRanking
     one adjoint sweep; O(M 2^M + n M) for n distinct orders.
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method is registered in PyMC's
-    ``STEP_METHODS`` on import so ``pm.sample`` assigns it to latent permutations.
+    ``STEP_METHODS`` when :mod:`pm_perm.distributions` is imported (any model with a pm_perm
+    variable does), so ``pm.sample`` assigns it to latent permutations.
+
+The names of ``__all__`` and the subpackages are imported on first use: ``import pm_perm``
+itself does not import PyMC or PyTensor (``pm-perm --help`` and reading PrefLib files start in
+under a second); the first distribution, Op or kernel you touch imports what it needs.
 """
 
 __version__ = "0.1.0"
@@ -66,26 +71,52 @@ from pm_perm._numba import prepare_pytensor_cache as _prepare_pytensor_cache  # 
 
 _prepare_pytensor_cache()  # before PyTensor is imported (read-only HOME: a temporary cache)
 
-from pm_perm import rankings  # noqa: E402,F401  (pm_perm.rankings after import pm_perm)
-from pm_perm import step_methods as _step_methods  # noqa: E402,F401  (registers the step)
-from pm_perm.distributions import (  # noqa: E402
-    ConditionalBernoulli,
-    NChooseK,
-    OrdinalNChooseK,
-    PartialRanking,
-    PermutationExpFamily,
-    PlackettLuce,
-    edge_logits,
-)
-from pm_perm.distributions.cardinality import nchoosek_marginals, optimal_ranking  # noqa: E402
 from pm_perm.jax_backend import lazy as _jax_lazy  # noqa: E402
-from pm_perm.kernels.matching import max_weight_matching  # noqa: E402
-from pm_perm.kernels.permanent import EXACT_MAX_M  # noqa: E402
-from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain  # noqa: E402
 
 # JAX implementations of every Op (numpyro / blackjax / nutpie's JAX backend), registered with
 # PyTensor's JAX linker when it is first imported (PM_PERM_NO_JAX=1: never).
 _jax_lazy.install()
+
+# The public names below are imported on first use (PEP 562), so that programs that need only a
+# part of pm_perm (``pm-perm --help``, reading PrefLib files) do not import PyMC (2-3 s). The
+# distributions register the latent-permutation step method with PyMC when they are imported
+# (pm_perm.distributions), which any model with a pm_perm variable does.
+_LAZY = {
+    "ConditionalBernoulli": "pm_perm.distributions",
+    "NChooseK": "pm_perm.distributions",
+    "OrdinalNChooseK": "pm_perm.distributions",
+    "PartialRanking": "pm_perm.distributions",
+    "PermutationExpFamily": "pm_perm.distributions",
+    "PlackettLuce": "pm_perm.distributions",
+    "edge_logits": "pm_perm.distributions",
+    "nchoosek_marginals": "pm_perm.distributions.cardinality",
+    "optimal_ranking": "pm_perm.distributions.cardinality",
+    "max_weight_matching": "pm_perm.kernels.matching",
+    "EXACT_MAX_M": "pm_perm.kernels.permanent",
+    "expected_topk_gain": "pm_perm.ops.cardinality",
+    "log_expected_topk_gain": "pm_perm.ops.cardinality",
+}
+
+
+def __getattr__(name):
+    """The public names of ``__all__`` and the subpackages (``pm_perm.rankings``, ...), imported
+    on first access."""
+    import importlib
+    import importlib.util
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "EXACT_MAX_M",

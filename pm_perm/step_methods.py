@@ -8,11 +8,14 @@ irreducible over all permutations with finite density (with forbidden ``-inf`` e
 reducible, as for the kernel in :mod:`pm_perm.kernels.swap_mcmc`). Cost: one model-logp
 evaluation per proposal. Approximate (MCMC), any M; mixing slows as the posterior sharpens.
 
-Importing :mod:`pm_perm` appends it to ``pymc.step_methods.STEP_METHODS`` (the registry that
+Importing this module appends it to ``pymc.step_methods.STEP_METHODS`` (the registry that
 ``pm.sample`` consults; see ``pymc.sampling.mcmc.assign_step_methods``), so it is assigned
-automatically to permutation-valued random variables. A random variable is recognised as
-permutation-valued when its Op has ``support_is_permutation = True`` or is a 1-d-support,
-``(m,m)``-parameter RandomVariable defined in ``pm_perm.distributions``.
+automatically to permutation-valued random variables. :mod:`pm_perm.distributions` imports it,
+so every model with a pm_perm distribution has it; a model whose only permutation variable is
+your own ``support_is_permutation`` RandomVariable needs ``import pm_perm.step_methods``. A
+random variable is recognised as permutation-valued when its Op has
+``support_is_permutation = True`` or is a 1-d-support, ``(m,m)``-parameter RandomVariable
+defined in ``pm_perm.distributions``.
 """
 
 from __future__ import annotations

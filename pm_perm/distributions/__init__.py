@@ -1,5 +1,6 @@
 """PyMC distributions (value conventions in each class docstring)."""
 
+from pm_perm import step_methods as _step_methods  # noqa: F401  (registers the step method)
 from pm_perm.distributions import _values
 from pm_perm.distributions.cardinality import ConditionalBernoulli, NChooseK, OrdinalNChooseK
 from pm_perm.distributions.partial_ranking import PartialRanking

@@ -1,0 +1,66 @@
+"""``import pm_perm``: the public names and subpackages load on first use (pm_perm/__init__.py),
+so the command line's help and the ranking-data readers start without PyMC; the distributions
+register the latent-permutation step method with PyMC."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import pm_perm
+
+
+def _python(code):
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout.split()
+
+
+def test_import_help_and_preflib_reader_do_not_import_pymc(tmp_path):
+    """``import pm_perm``, ``pm-perm --help`` / ``rank --help`` / ``rankings --help`` and
+    reading a PrefLib file import neither PyMC nor PyTensor."""
+    soi = tmp_path / "ballots.soi"
+    soi.write_text("# DATA TYPE: soi\n# NUMBER ALTERNATIVES: 3\n# ALTERNATIVE NAME 1: A\n"
+                   "# ALTERNATIVE NAME 2: B\n# ALTERNATIVE NAME 3: C\n"
+                   "# NUMBER VOTERS: 3\n# NUMBER UNIQUE ORDERS: 2\n2: 1,2\n1: 3,1,2\n")
+    code = f"""
+import contextlib, io, sys
+import pm_perm
+from pm_perm.cli import main
+for argv in (["--help"], ["rank", "--help"], ["rankings", "--help"]):
+    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):
+        main(argv)
+    assert "usage: pm-perm" in out.getvalue(), argv
+data = pm_perm.rankings.read_preflib({str(soi)!r})
+print(data.n_rankings, "pymc" in sys.modules, "pytensor" in sys.modules)
+"""
+    assert _python(code) == ["3", "False", "False"]
+
+
+@pytest.mark.parametrize("name", pm_perm.__all__)
+def test_every_public_name_resolves(name):
+    value = getattr(pm_perm, name)
+    assert value is not None and name in dir(pm_perm)
+    assert getattr(pm_perm, name) is value  # cached: the second access is the same object
+
+
+def test_subpackages_resolve_and_unknown_names_fail():
+    assert pm_perm.rankings.read_preflib is not None
+    assert pm_perm.kernels.__name__ == "pm_perm.kernels"
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        pm_perm.no_such_name  # noqa: B018
+
+
+def test_a_distribution_registers_the_step_method():
+    """The first pm_perm distribution a program touches registers PermutationSwapMetropolis."""
+    code = """
+import pm_perm
+from pymc.step_methods import STEP_METHODS
+before = any(s.__name__ == "PermutationSwapMetropolis" for s in STEP_METHODS)
+pm_perm.PermutationExpFamily
+print(before, any(s.__name__ == "PermutationSwapMetropolis" for s in STEP_METHODS))
+"""
+    assert _python(code) == ["False", "True"]
