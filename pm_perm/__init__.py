@@ -96,6 +96,7 @@ _LAZY = {
     "expected_topk_gain": "pm_perm.ops.cardinality",
     "log_expected_topk_gain": "pm_perm.ops.cardinality",
 }
+__all__ = list(_LAZY)  # public name -> the module that defines it, above
 
 
 def __getattr__(name):
@@ -117,19 +118,3 @@ def __getattr__(name):
 def __dir__():
     return sorted(set(globals()) | set(__all__))
 
-
-__all__ = [
-    "EXACT_MAX_M",
-    "ConditionalBernoulli",
-    "NChooseK",
-    "OrdinalNChooseK",
-    "PartialRanking",
-    "PermutationExpFamily",
-    "PlackettLuce",
-    "edge_logits",
-    "expected_topk_gain",
-    "log_expected_topk_gain",
-    "max_weight_matching",
-    "nchoosek_marginals",
-    "optimal_ranking",
-]
