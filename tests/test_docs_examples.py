@@ -7,8 +7,12 @@ PATH running this checkout's CLI and this interpreter. A ``text`` block that dir
 ``python`` or ``bash`` block is that block's expected standard output: the words must match
 exactly and every number within a tolerance (``rtol=0.05``, ``atol=0.02``: the pages print
 rounded figures of seeded fits, and the last digit of a sampler's summary may move with the
-platform). Blocks in other languages, or with none (``` ``` ```: commands shown with their
-output, benchmark commands), are not run.
+platform). A block that prints Monte Carlo estimates whose error is larger says so in a comment
+the reader sees, ``# printed numbers vary by up to 0.05 ...`` (any line of the block), and its
+numbers are compared with that absolute tolerance: a seeded sampler's draws change with the
+versions of PyMC, nutpie and NumPy, so such numbers match only within their Monte Carlo error.
+Blocks in other languages, or with none (``` ``` ```: commands shown with their output, benchmark
+commands), are not run.
 
 **Not run, visibly.** A block whose first line is a comment ``# not run by the docs test: REASON``
 (for example, it needs data that is not in the repository, takes minutes, installs packages, or
@@ -66,6 +70,8 @@ RUN_LANGS = {"python", "bash"}
 FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")
 SKIP = re.compile(r"^<!--\s*docs-test:\s*skip\s*\((.+)\)\s*-->\s*$")
 NOT_RUN = re.compile(r"^#\s*not run by the docs test:\s*(.+?)\s*$", re.IGNORECASE)
+VARIES = re.compile(r"^\s*#\s*printed numbers vary by up to ([0-9]*\.?[0-9]+)",
+                    re.IGNORECASE | re.MULTILINE)
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
 
 
@@ -77,6 +83,12 @@ class Block:
     skip: str | None = None
     expected: str | None = None
     expected_lines: tuple[int, int] | None = None   # 0-based [start, end) of its body
+
+    @property
+    def atol(self) -> float:
+        """Absolute tolerance of its printed numbers: 0.02, or what its ``VARIES`` comment says."""
+        stated = VARIES.search(self.code)
+        return max(0.02, float(stated.group(1))) if stated else 0.02
 
 
 def parse_blocks(text: str) -> list[Block]:
@@ -162,6 +174,10 @@ def test_parser_attaches_outputs_and_skips():
     assert outputs_match("a 1.00 b\n", "a 1.01 b\n") is None
     assert outputs_match("a 1.5 b\n", "a 1.0 b\n") is not None
     assert outputs_match("a 1 c\n", "a 1 b\n") is not None
+    mc = parse_blocks("```python\n# printed numbers vary by up to 0.05 (Monte Carlo)\nf()\n```\n")
+    assert [b.atol for b in blocks[:1] + mc] == [0.02, 0.05]
+    assert outputs_match("p 0.16\n", "p 0.13\n", atol=mc[0].atol) is None
+    assert outputs_match("p 0.19\n", "p 0.13\n", atol=mc[0].atol) is not None
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -193,7 +209,7 @@ def test_page_code_blocks_run(page, tmp_path, monkeypatch, capsys):
                 exec(compile(b.code, where, "exec"), namespace)  # noqa: S102
             got = buf.getvalue()
         if b.expected is not None:
-            problem = outputs_match(got, b.expected)
+            problem = outputs_match(got, b.expected, atol=b.atol)
             if update and got.rstrip() != b.expected.rstrip():
                 updates.append((b.expected_lines, got))
                 continue
