@@ -5,7 +5,9 @@ EXCLUSIVE compile time of every function (its own typing, lowering and code gene
 of the functions it compiles on the way) to ``$NCP_OUT/<pid>.json`` (default
 ``outputs/numba_compile_profile``), one file per process (pytest-xdist's workers included).
 Run as a script it sums those files by origin (PyTensor's graph functions, pm_perm's kernels,
-numba's own implementations) and lists the costliest functions.
+numba's own implementations) and lists the costliest functions, then the test files and tests
+during which the compilations ran (a kernel's first compilation counts against the first test
+that needs it in that process).
 
 Cold test suite, as measured in docs/benchmarks.md ("First use"):
 
@@ -29,6 +31,13 @@ from pathlib import Path
 _stack: list[list[float]] = []
 _exclusive: collections.Counter = collections.Counter()
 _count: collections.Counter = collections.Counter()
+_by_test: collections.Counter = collections.Counter()  # test node id -> compile seconds
+_current = {"test": "(outside tests)"}
+
+
+def pytest_runtest_protocol(item, nextitem):
+    """Attribute the compilations that follow to this test (pytest hook of the plugin)."""
+    _current["test"] = item.nodeid
 
 
 def _name(dispatcher) -> str:
@@ -48,6 +57,8 @@ def _install() -> None:
             spent = time.perf_counter() - start
             if _stack:
                 _stack[-1][1] += spent
+            else:
+                _by_test[_current["test"]] += spent
             name = _name(ev.data.get("dispatcher"))
             _exclusive[name] += spent - children
             _count[name] += 1
@@ -59,6 +70,7 @@ def _install() -> None:
         out = Path(os.environ.get("NCP_OUT", "outputs/numba_compile_profile"))
         out.mkdir(parents=True, exist_ok=True)
         data = {k: [_exclusive[k], _count[k]] for k in _exclusive}
+        data["__tests__"] = dict(_by_test)
         (out / f"{os.getpid()}.json").write_text(json.dumps(data))
 
 
@@ -76,8 +88,11 @@ def report(folder: str, top: int = 30) -> None:
     files = sorted(Path(folder).glob("*.json"))
     if not files:
         sys.exit(f"no profiles (*.json) in {folder}")
+    by_test: collections.Counter = collections.Counter()
     for path in files:
-        for name, (seconds, n) in json.loads(path.read_text()).items():
+        data = json.loads(path.read_text())
+        by_test.update(data.pop("__tests__", {}))
+        for name, (seconds, n) in data.items():
             exclusive[name] += seconds
             count[name] += n
     by_origin: collections.Counter = collections.Counter()
@@ -89,6 +104,15 @@ def report(folder: str, top: int = 30) -> None:
     print(f"\ncostliest {top} functions (seconds, compilations, function):")
     for name, seconds in exclusive.most_common(top):
         print(f"{seconds:8.1f} {count[name]:5d}  {name}")
+    by_file: collections.Counter = collections.Counter()
+    for test, seconds in by_test.items():
+        by_file[test.split("::")[0]] += seconds
+    print(f"\ncompilation by test file (top {top}):")
+    for name, seconds in by_file.most_common(top):
+        print(f"{seconds:8.1f}  {name}")
+    print(f"\ncompilation by test (top {top}):")
+    for name, seconds in by_test.most_common(top):
+        print(f"{seconds:8.1f}  {name}")
 
 
 if __name__ == "__main__":
