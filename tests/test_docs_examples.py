@@ -73,6 +73,7 @@ NOT_RUN = re.compile(r"^#\s*not run by the docs test:\s*(.+?)\s*$", re.IGNORECAS
 VARIES = re.compile(r"^\s*#\s*printed numbers vary by up to ([0-9]*\.?[0-9]+)",
                     re.IGNORECASE | re.MULTILINE)
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|nan|inf")
+ATOL = 0.02  # absolute tolerance of printed numbers, unless a block's VARIES comment says more
 
 
 @dataclass
@@ -86,9 +87,10 @@ class Block:
 
     @property
     def atol(self) -> float:
-        """Absolute tolerance of its printed numbers: 0.02, or what its ``VARIES`` comment says."""
+        """Absolute tolerance of its printed numbers: ``ATOL``, or the larger one its ``VARIES``
+        comment states."""
         stated = VARIES.search(self.code)
-        return max(0.02, float(stated.group(1))) if stated else 0.02
+        return max(ATOL, float(stated.group(1))) if stated else ATOL
 
 
 def parse_blocks(text: str) -> list[Block]:
@@ -137,7 +139,7 @@ PAGES = [pytest.param(page, marks=pytest.mark.slow) if page in SLOW_PAGES else p
          for page in runnable_pages()]
 
 
-def outputs_match(got: str, expected: str, rtol=0.05, atol=0.02) -> str | None:
+def outputs_match(got: str, expected: str, rtol=0.05, atol=ATOL) -> str | None:
     """None when ``got`` matches ``expected`` (words exactly, numbers within tolerance)."""
     g_words = "".join(NUMBER.sub("#", got).split())
     e_words = "".join(NUMBER.sub("#", expected).split())
