@@ -61,8 +61,8 @@ swap_mcmc / PermutationSwapMetropolis (large M)
     variable does), so ``pm.sample`` assigns it to latent permutations.
 
 The names of ``__all__`` and the subpackages are imported on first use: ``import pm_perm``
-itself does not import PyMC or PyTensor (``pm-perm --help`` and reading PrefLib files start in
-under a second); the first distribution, Op or kernel you touch imports what it needs.
+itself imports neither PyMC, PyTensor nor numba (0.05 s; ``pm-perm --help`` 0.1 s, reading PrefLib
+files under a second); the first distribution, Op or kernel you touch imports what it needs.
 """
 
 __version__ = "0.1.0"

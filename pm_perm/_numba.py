@@ -23,8 +23,6 @@ import tempfile
 import warnings
 from pathlib import Path
 
-import numba
-
 __all__ = ["NumbaCacheWarning", "cfunc", "njit", "prepare_pytensor_cache"]
 
 _state = {"cache": True}
@@ -64,6 +62,8 @@ def njit(*args, cache=False, **kwargs):
     assumptions, which fold away the kernels' NaN and convergence checks, and numba's on-disk
     cache (whose key does not hold the flags) served that variant to later plain calls too.
     """
+    import numba  # here, not at the top: ``import pm_perm`` runs prepare_pytensor_cache (0.4 s)
+
     kwargs.setdefault("fastmath", False)
     if args and callable(args[0]):  # bare @njit
         return njit(cache=cache, **kwargs)(args[0])
@@ -78,6 +78,8 @@ def njit(*args, cache=False, **kwargs):
 
 def cfunc(signature, func, cache=False):
     """``numba.cfunc(signature, cache=...)(func)`` with the same cache decision as :func:`njit`."""
+    import numba
+
     if not cache:
         return numba.cfunc(signature)(func)
     return _cached_or_not(lambda c: numba.cfunc(signature, cache=c)(func))

@@ -68,7 +68,7 @@ def test_njit_falls_back_once(monkeypatch):
             raise RuntimeError("cannot cache function 'f': no locator available for file 'x'")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_numba.numba, "njit", refusing)
+    monkeypatch.setattr(numba, "njit", refusing)  # pm_perm._numba imports numba when called
     monkeypatch.setitem(_numba._state, "cache", True)
     with pytest.warns(_numba.NumbaCacheWarning, match="NUMBA_CACHE_DIR"):
         f = _numba.njit(cache=True)(lambda x: x + 1)
