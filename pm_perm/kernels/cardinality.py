@@ -104,21 +104,27 @@ def _n_finite(theta):
 
 
 @njit(cache=True)
+def _scan(theta):
+    """``(invalid, n_fin, lo, hi)`` of one logit vector in one pass: whether a logit is NaN, +inf
+    or finite beyond ``LOGIT_ABS_MAX`` (:func:`_invalid`; the other results are then not
+    meaningful), the number of finite logits (:func:`_n_finite`) and their min and max."""
+    n = 0
+    lo = np.inf
+    hi = -np.inf
+    for t in theta:
+        if t == -np.inf:
+            continue
+        if not abs(t) <= LOGIT_ABS_MAX:
+            return True, 0, lo, hi
+        n += 1
+        lo = min(lo, t)
+        hi = max(hi, t)
+    return False, n, lo, hi
+
+
+@njit(cache=True)
 def _tilted(theta, target, n_fin, k):
-    """``(p, r, const, c)``: tilted ``p_d = sigmoid(theta_d - c)``, ``r_d = 1 - p_d`` (computed
-    directly) and the constant ``k c + sum_d softplus(theta_d - c)`` of ``log e_k``, for a shift
-    ``c`` with ``sum_d p_d`` within 0.25 of ``target`` (0 < target < n_fin).
-
-    ``c``: safeguarded Newton on the decreasing function ``f(c) = sum_d p_d - target`` inside the
-    bracket ``[min theta, max theta] - logit(target / n_fin)``. Any ``c`` gives the exact result
-    mathematically; this one keeps the tilted pmf's mode at ``target``. Each Newton iterate
-    computes the ``p_d`` it needs for ``f`` as the result (one ``exp`` per item gives ``p_d``,
-    ``r_d`` and ``softplus``), so the accepted iterate's are returned as they are.
-
-    The constant is summed as ``sum_{theta_d > c} theta_d + (k - n_+) c + sum softplus(-|x_d|)``
-    with compensated (Neumaier) sums: ``k c`` and ``sum softplus`` are each much larger than
-    their sum when most ``p_d`` are near 1, and would cancel.
-    """
+    """:func:`_tilt_into` with new arrays: ``(p, r, const, c)``."""
     D = theta.shape[0]
     p = np.empty(D)
     r = np.empty(D)
@@ -129,6 +135,29 @@ def _tilted(theta, target, n_fin, k):
         if t != -np.inf:
             lo = min(lo, t)
             hi = max(hi, t)
+    const, c = _tilt_into(theta, target, n_fin, k, lo, hi, p, r, e)
+    return p, r, const, c
+
+
+@njit(cache=True)
+def _tilt_into(theta, target, n_fin, k, lo, hi, p, r, e):
+    """Tilted ``p_d = sigmoid(theta_d - c)`` and ``r_d = 1 - p_d`` (computed directly), written
+    into ``p`` and ``r`` (D,; ``e`` (D,) is scratch), and ``(const, c)``: the constant
+    ``k c + sum_d softplus(theta_d - c)`` of ``log e_k`` for a shift ``c`` with ``sum_d p_d``
+    within 0.25 of ``target`` (0 < target < n_fin). ``lo`` and ``hi``: the min and max of the
+    finite logits.
+
+    ``c``: safeguarded Newton on the decreasing function ``f(c) = sum_d p_d - target`` inside the
+    bracket ``[lo, hi] - logit(target / n_fin)``. Any ``c`` gives the exact result
+    mathematically; this one keeps the tilted pmf's mode at ``target``. Each Newton iterate
+    computes the ``p_d`` it needs for ``f`` as the result (one ``exp`` per item gives ``p_d``,
+    ``r_d`` and ``softplus``), so the accepted iterate's are returned as they are.
+
+    The constant is summed as ``sum_{theta_d > c} theta_d + (k - n_+) c + sum softplus(-|x_d|)``
+    with compensated (Neumaier) sums: ``k c`` and ``sum softplus`` are each much larger than
+    their sum when most ``p_d`` are near 1, and would cancel.
+    """
+    D = theta.shape[0]
     frac = target / n_fin
     off = math.log(frac) - math.log1p(-frac)
     lo -= off
@@ -181,7 +210,7 @@ def _tilted(theta, target, n_fin, k):
         else:
             comp += (term - t) + s
         s = t
-    return p, r, s + comp + (k - n_pos) * c, c
+    return s + comp + (k - n_pos) * c, c
 
 
 @njit(cache=True)
@@ -224,17 +253,21 @@ def log_esp_core(theta, k):
 
     NaN or ``+inf`` logits give NaN (the public wrappers reject them before).
     """
-    if _invalid(theta):
+    D = theta.shape[0]
+    invalid, n_fin, lo, hi = _scan(theta)
+    if invalid:
         return np.nan
-    n_fin = _n_finite(theta)
     edge = _edge_value(theta, k, n_fin)
     if not np.isnan(edge):
         return edge
-    p, r, const, _ = _tilted(theta, float(k), n_fin, k)
-    q = np.zeros(k + 1)
+    w = np.zeros(3 * D + k + 1)  # one allocation: p, r, e, q
+    p = w[:D]
+    r = w[D:2 * D]
+    const, _ = _tilt_into(theta, float(k), n_fin, k, lo, hi, p, r, w[2 * D:3 * D])
+    q = w[3 * D:]
     q[0] = 1.0
     m = 0
-    for d in range(theta.shape[0]):
+    for d in range(D):
         if p[d] == 0.0:
             continue
         m += 1
@@ -246,9 +279,17 @@ def log_esp_core(theta, k):
 def _suffix_checkpoints(p, r, k, B):
     """Suffix pmfs ``G_{>=e}`` truncated to 0..k at the block ends ``e = min((b+1)B, D)``."""
     D = p.shape[0]
-    nb = (D + B - 1) // B
-    ck = np.zeros((nb, k + 1))
+    ck = np.zeros(((D + B - 1) // B, k + 1))
     g = np.zeros(k + 1)
+    _suffix_checkpoints_into(p, r, k, B, ck, g)
+    return ck, g  # g = G_{>=0}
+
+
+@njit(cache=True)
+def _suffix_checkpoints_into(p, r, k, B, ck, g):
+    """:func:`_suffix_checkpoints` into zeroed ``ck`` (nb, k + 1) and ``g`` (k + 1,), which ends
+    as ``G_{>=0}``."""
+    D = p.shape[0]
     g[0] = 1.0
     m = 0
     for d in range(D - 1, -1, -1):
@@ -258,7 +299,6 @@ def _suffix_checkpoints(p, r, k, B):
             continue
         m += 1
         _pb_step(g, min(m, k), p[d], r[d])
-    return ck, g  # g = G_{>=0}
 
 
 @njit(cache=True)
@@ -285,6 +325,30 @@ def _suffix_block(p, r, k, B, b, ck, buf):
 
 
 @njit(cache=True)
+def _suffix_full(p, r, k, buf):
+    """Fill the zeroed ``buf`` (D + 1, k + 1) with ``buf[i] = G_{>=i}`` for i = 1..D, each row
+    up to its support only (the rest stays zero); returns the number of items 1..D-1 with
+    ``p_d > 0``. The same steps, bit for bit, as :func:`_suffix_checkpoints_into` followed by
+    :func:`_suffix_block`."""
+    D = p.shape[0]
+    buf[D, 0] = 1.0
+    m = 0
+    for d in range(D - 1, 0, -1):
+        src = buf[d + 1]
+        dst = buf[d]
+        if p[d] == 0.0:
+            _copy(dst, src)
+            continue
+        m += 1
+        top = min(m, k)
+        pd, rd = p[d], r[d]
+        dst[0] = src[0] * rd
+        for j in range(1, top + 1):
+            dst[j] = src[j] * rd + src[j - 1] * pd
+    return m
+
+
+@njit(cache=True)
 def _dot_reversed(f, g, n, k):
     """``sum_{j < n} f[j] g[k-1-j]`` with four partial sums: without fastmath the compiler
     keeps a single accumulator's additions in order, a latency-bound chain; four independent
@@ -306,34 +370,62 @@ def _dot_reversed(f, g, n, k):
     return (s0 + s1) + (s2 + s3)
 
 
+#: Largest suffix table ``(D + 1) (k + 1)`` (doubles) that :func:`log_esp_and_marginals_core`
+#: keeps whole; beyond it, checkpoints every ``ceil(sqrt(D))`` items and recomputes each block.
+FULL_SUFFIX_MAX = 4096
+
+
 @njit(cache=True)
 def log_esp_and_marginals_core(theta, k):
     """``(log e_k(exp theta), p(y_d = 1 | sum y = k))`` for one vector. O(D k) time (3-7x
-    the value), O(sqrt(D) k) memory. The marginals are the gradient of ``log e_k`` and sum to k.
-    When ``e_k = 0`` (k < 0 or more than the finite logits) they are all 0.
+    the value). The marginals are the gradient of ``log e_k`` and sum to k. When ``e_k = 0``
+    (k < 0 or more than the finite logits) they are all 0.
+
+    Memory: the suffix pmfs ``G_{>d}`` (D + 1 rows of k + 1) when they fit ``FULL_SUFFIX_MAX``,
+    else O(sqrt(D) k): checkpoints every ``B = ceil(sqrt(D))`` items, each block's rows
+    recomputed from its checkpoint by the same steps (so both give the same bits). One
+    allocation per call (the marginals returned are a view of it).
     """
     D = theta.shape[0]
-    if _invalid(theta):
+    invalid, n_fin, lo, hi = _scan(theta)
+    if invalid:
         return np.nan, np.full(D, np.nan)
-    marg = np.zeros(D)
-    n_fin = _n_finite(theta)
     edge = _edge_value(theta, k, n_fin)
     if not np.isnan(edge):
+        marg = np.zeros(D)
         if k == n_fin and k > 0:
             for d in range(D):
                 if theta[d] != -np.inf:
                     marg[d] = 1.0
         return edge, marg
-    p, r, const, _ = _tilted(theta, float(k), n_fin, k)
-    B = max(1, int(math.ceil(math.sqrt(D))))
-    ck, g0 = _suffix_checkpoints(p, r, k, B)
-    qk = g0[k]
-    buf = np.zeros((B + 1, k + 1))
-    f = np.zeros(k + 1)
+    K1 = k + 1
+    full = (D + 1) * K1 <= FULL_SUFFIX_MAX
+    B = D if full else max(1, int(math.ceil(math.sqrt(D))))
+    nb = (D + B - 1) // B
+    # one allocation: marg, p, r, e (D each), f, g (k + 1 each), ck (nb rows), buf (B + 1 rows)
+    w = np.zeros(4 * D + (2 + nb + B + 1) * K1)
+    marg = w[:D]
+    p = w[D:2 * D]
+    r = w[2 * D:3 * D]
+    const, _ = _tilt_into(theta, float(k), n_fin, k, lo, hi, p, r, w[3 * D:4 * D])
+    o = 4 * D
+    f = w[o:o + K1]
+    g = w[o + K1:o + 2 * K1]
+    o += 2 * K1
+    ck = w[o:o + nb * K1].reshape((nb, K1))
+    buf = w[o + nb * K1:].reshape((B + 1, K1))
+    if full:  # one backward pass: buf[i] = G_{>=i} for i = 1..D, then item 0 into g
+        m = _suffix_full(p, r, k, buf)
+        _copy(g, buf[1])
+        if p[0] != 0.0:
+            _pb_step(g, min(m + 1, k), p[0], r[0])
+    else:
+        _suffix_checkpoints_into(p, r, k, B, ck, g)
+    qk = g[k]
     f[0] = 1.0
     m = 0
-    for b in range(ck.shape[0]):
-        n = _suffix_block(p, r, k, B, b, ck, buf)
+    for b in range(nb):
+        n = D if full else _suffix_block(p, r, k, B, b, ck, buf)
         for i in range(n):
             d = b * B + i
             if p[d] == 0.0:
