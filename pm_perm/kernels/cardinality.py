@@ -17,8 +17,9 @@ ulps times D for any spread of logits (|theta| = 50 included). Cost O(D k) time,
 Marginals ``p(y_d = 1 | k) = p_d P(S_{-d} = k - 1) / P(S = k)`` (the gradient of
 ``log e_k``) come from the prefix pmf ``F`` and suffix pmf ``G`` of the same tilted DP:
 ``P(S_{-d} = k - 1) = sum_j F_{<d}[j] G_{>d}[k - 1 - j]``, again a sum of positive terms. The
-suffix table is checkpointed every ``B = ceil(sqrt(D))`` items and recomputed block by block,
-so memory is O(sqrt(D) k) and time 3-7 x the value. Exact sampling of ``y | k`` walks the
+suffix table is kept whole while it is small (``FULL_SUFFIX_MAX`` doubles); beyond that it is
+checkpointed every ``B = ceil(sqrt(D))`` items and recomputed block by block, so memory is
+O(sqrt(D) k) and time 3-7 x the value. Exact sampling of ``y | k`` walks the
 same suffix table: ``p(y_d = 1 | r ones left) = p_d G_{>d}[r-1] / G_{>=d}[r]``.
 
 All k at once (``log_esp_all``): one tilted DP (``E[S] = K/2``) gives every ``q_j``; as all
