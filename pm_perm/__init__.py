@@ -67,6 +67,7 @@ files under a second); the first distribution, Op or kernel you touch imports wh
 
 __version__ = "0.1.0"
 
+from pm_perm._lazy import lazy_attributes as _lazy_attributes  # noqa: E402
 from pm_perm._numba import prepare_pytensor_cache as _prepare_pytensor_cache  # noqa: E402
 
 _prepare_pytensor_cache()  # before PyTensor is imported (read-only HOME: a temporary cache)
@@ -97,23 +98,5 @@ _LAZY = {
     "log_expected_topk_gain": "pm_perm.ops.cardinality",
 }
 __all__ = list(_LAZY)  # public name -> the module that defines it, above
-
-
-def __getattr__(name):
-    """The public names of ``__all__`` and the subpackages (``pm_perm.rankings``, ...), imported
-    on first access."""
-    import importlib
-    import importlib.util
-
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+# the public names of __all__ and the subpackages (pm_perm.rankings, ...), on first access
+__getattr__, __dir__ = _lazy_attributes(__name__, _LAZY, globals())
