@@ -1,13 +1,27 @@
-"""The one place that decides whether numba caches pm_perm's compiled kernels on disk.
+"""The one place that decides how numba caches pm_perm's compiled kernels on disk.
 
-Every kernel is decorated with :func:`njit` from here (``@njit(cache=True)`` as with numba's).
-numba writes its cache next to the source (``__pycache__``), or, when that folder is not
-writable, in a per-user folder (``~/.cache/numba``), or in ``NUMBA_CACHE_DIR`` when that is set.
-If none of them is writable (a read-only installation and no writable HOME), numba refuses
-``cache=True`` with "cannot cache function ...". pm_perm then compiles without a cache (every
-new process compiles again, correct but slower to start) and says so ONCE with a
-:class:`NumbaCacheWarning`. Set ``NUMBA_CACHE_DIR`` to a writable folder to keep the compiled
-code between processes.
+Every kernel is decorated with :func:`njit` (or :func:`cfunc`) from here (``@njit(cache=True)``
+as with numba's).
+
+Where: pm_perm's kernels are cached by CONTENT, not by the place the package is installed:
+in ``$NUMBA_CACHE_DIR/pm_perm`` when ``NUMBA_CACHE_DIR`` is set, else in the per-user cache
+folder (``~/.cache/pm_perm/numba`` on Linux), one subfolder per package folder. So every
+virtual environment, clone or reinstall of the same pm_perm source on a machine shares one
+compiled copy (numba's default keys its cache by the file's path: each new environment
+compiled every kernel again, 40-60 s of CPU).
+
+When it is invalidated: the cache of every kernel is stamped with a hash of ALL of pm_perm's
+Python sources (computed once per process, a few milliseconds), so any change to the package
+recompiles its kernels. numba's own stamp is the kernel's file alone, which misses changes in the
+kernels it calls and in the module constants it freezes into the compiled code. numba adds its own
+checks (numba and Python version, CPU, argument types).
+
+When the folder cannot be written, numba's default places are tried (``__pycache__`` next to the
+source, then ``~/.cache/numba``). If none of them is writable (a read-only installation and no
+writable HOME), numba refuses ``cache=True`` with "cannot cache function ...". pm_perm then
+compiles without a cache (every new process compiles again, correct but slower to start) and
+says so ONCE with a :class:`NumbaCacheWarning`. Set ``NUMBA_CACHE_DIR`` to a writable folder to
+keep the compiled code between processes.
 
 PyTensor (which compiles the models) keeps its own cache in ``~/.pytensor`` and fails to import
 when that cannot be created; :func:`prepare_pytensor_cache`, run by ``import pm_perm`` before
@@ -17,15 +31,105 @@ PyTensor is imported, then points PyTensor at a fresh temporary folder (one warn
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tempfile
 import warnings
 from pathlib import Path
 
-__all__ = ["NumbaCacheWarning", "cfunc", "njit", "prepare_pytensor_cache"]
+__all__ = ["NumbaCacheWarning", "cache_folder", "cfunc", "njit", "prepare_pytensor_cache"]
 
-_state = {"cache": True}
+_PACKAGE = Path(__file__).resolve().parent
+_state = {"cache": True, "locator": False}
+
+
+def _package_stamp() -> str:
+    """sha256 (hex) of every Python source of pm_perm, relative path and bytes; once per
+    process."""
+    if "stamp" not in _state:
+        digest = hashlib.sha256()
+        for path in sorted(_PACKAGE.rglob("*.py")):
+            digest.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+        _state["stamp"] = digest.hexdigest()
+    return _state["stamp"]
+
+
+def _cache_root() -> Path:
+    import numba
+
+    if numba.config.CACHE_DIR:
+        return Path(numba.config.CACHE_DIR) / "pm_perm"
+    try:
+        from numba.misc.appdirs import user_cache_dir
+    except ImportError:  # pragma: no cover - numba without its appdirs copy
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "pm_perm" / "numba"
+    return Path(user_cache_dir(appname="pm_perm", appauthor=False)) / "numba"
+
+
+def cache_folder(py_file) -> Path | None:
+    """The folder where pm_perm caches the kernels defined in ``py_file`` (a source file of
+    this package; ``None`` for any other file). The folder may not exist yet."""
+    try:
+        rel = Path(py_file).resolve().relative_to(_PACKAGE)
+    except (OSError, ValueError):
+        return None
+    return _cache_root().joinpath(*rel.parent.parts)
+
+
+def _install_locator():
+    """Put pm_perm's cache locator in front of numba's own (once per process)."""
+    _state["locator"] = True
+    try:
+        from numba.core import caching
+
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+        base = caching._CacheLocator
+    except (ImportError, AttributeError):  # pragma: no cover - a numba without these: default
+        return
+    ready = set()
+
+    class PackageCacheLocator(base):
+        """numba cache locator for pm_perm's kernels: the folder of :func:`cache_folder`,
+        stamped with the hash of the package's sources."""
+
+        def __init__(self, py_func, folder):
+            self._lineno = py_func.__code__.co_firstlineno
+            self._folder = str(folder)
+
+        def ensure_cache_path(self):
+            if self._folder not in ready:
+                super().ensure_cache_path()  # creates it and checks that it can be written
+                ready.add(self._folder)
+
+        def get_cache_path(self):
+            return self._folder
+
+        def get_source_stamp(self):
+            return _package_stamp()
+
+        def get_disambiguator(self):
+            return str(self._lineno)
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            folder = cache_folder(py_file)
+            if folder is None:
+                return None
+            self = cls(py_func, folder)
+            try:
+                self.ensure_cache_path()
+            except OSError:
+                return None  # numba tries its own places next
+            return self
+
+    # after locators of other libraries (PyTensor's, for its generated code), before numba's own
+    classes = impl._locator_classes
+    at = next((i for i, c in enumerate(classes) if c.__module__ == caching.__name__),
+              len(classes))
+    classes.insert(at, PackageCacheLocator)
 
 
 class NumbaCacheWarning(RuntimeWarning):
@@ -64,6 +168,8 @@ def njit(*args, cache=False, **kwargs):
     """
     import numba  # here, not at the top: ``import pm_perm`` runs prepare_pytensor_cache (0.4 s)
 
+    if not _state["locator"]:
+        _install_locator()
     kwargs.setdefault("fastmath", False)
     if args and callable(args[0]):  # bare @njit
         return njit(cache=cache, **kwargs)(args[0])
@@ -80,6 +186,8 @@ def cfunc(signature, func, cache=False):
     """``numba.cfunc(signature, cache=...)(func)`` with the same cache decision as :func:`njit`."""
     import numba
 
+    if not _state["locator"]:
+        _install_locator()
     if not cache:
         return numba.cfunc(signature)(func)
     return _cached_or_not(lambda c: numba.cfunc(signature, cache=c)(func))

@@ -97,3 +97,46 @@ def test_every_kernel_sets_fastmath_so_it_never_inherits_pytensors():
     assert len(dispatchers) > 20
     missing = [d.py_func.__qualname__ for d in dispatchers if "fastmath" not in d.targetoptions]
     assert not missing, missing
+
+
+HITS = (
+    "import numpy as np\n"
+    "from pm_perm.kernels._checks import finite_or_minus_inf as f\n"
+    "f(np.zeros((2, 2)))\n"
+    "print(sum(f.stats.cache_hits.values()))\n"
+)
+
+
+def test_kernels_are_cached_by_content_not_by_install_path(tmp_path):
+    """Two installed copies of the same pm_perm source share one compiled kernel (numba's
+    default keys its cache by the file's path, so every new environment compiled again); a
+    change to ANY file of the package recompiles it."""
+    cache = tmp_path / "numba-cache"
+    copies = []
+    for name in ("a", "b"):
+        shutil.copytree(Path(pm_perm.__file__).parent, tmp_path / name / "pm_perm",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        copies.append(tmp_path / name)
+
+    def cache_hits(root):
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTENSOR_FLAGS", "PYTENSORRC")}
+        env.update(PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(cache), TMPDIR=str(tmp_path))
+        out = subprocess.run([sys.executable, "-c", HITS], env=env, capture_output=True,
+                             text=True, timeout=600, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout.split()[-1])
+
+    assert cache_hits(copies[0]) == 0
+    assert cache_hits(copies[1]) == 1  # the other copy's compiled code
+    assert list((cache / "pm_perm" / "kernels").glob("_checks.finite_or_minus_inf-*.nbi"))
+    cli = copies[1] / "pm_perm" / "cli.py"
+    cli.write_text(cli.read_text() + "\n# not a kernel, but part of the package\n")
+    assert cache_hits(copies[1]) == 0
+
+
+def test_cache_folder_is_only_for_pm_perms_files(monkeypatch, tmp_path):
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    kernels = Path(pm_perm.__file__).parent / "kernels" / "_checks.py"
+    assert _numba.cache_folder(kernels) == tmp_path / "pm_perm" / "kernels"
+    assert _numba.cache_folder(numba.__file__) is None
+    assert _numba.cache_folder("<string>") is None

@@ -43,7 +43,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from pm_perm._numba import cfunc, njit
+from pm_perm._numba import cache_folder, cfunc, njit
 
 __all__ = [
     "ExternKernel",
@@ -109,16 +109,19 @@ def _one_compiler(symbol, py_func):
     Processes that start together on an empty cache (parallel test workers, sampler processes)
     would each compile the same kernel (seconds to tens of seconds of CPU each); under this
     lock the first compiles and saves it, and the others wait and load it from the cache.
-    An exclusive ``flock`` on a file in the temporary folder named after the symbol, the numba
-    cache folder and the kernel's source file; released when the process ends. Where there is
-    no ``fcntl`` (Windows) or the file cannot be opened, it does nothing.
+    An exclusive ``flock`` on a file in the temporary folder named after the symbol and the cache
+    folder (:func:`pm_perm._numba.cache_folder`, which every installed copy of pm_perm shares);
+    released when the process ends. Where there is no ``fcntl`` (Windows) or the file cannot be
+    opened, it does nothing.
     """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    key = f"{symbol}|{numba.config.CACHE_DIR}|{inspect.getsourcefile(py_func)}"
+    source = inspect.getsourcefile(py_func)
+    folder = cache_folder(source)  # the same for every installed copy of pm_perm
+    key = f"{symbol}|{folder}" if folder else f"{symbol}|{numba.config.CACHE_DIR}|{source}"
     name = f"pm_perm-{os.getuid()}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.lock"
     try:
         handle = open(os.path.join(tempfile.gettempdir(), name), "a")  # noqa: SIM115
