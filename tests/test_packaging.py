@@ -39,9 +39,10 @@ def test_console_command_in_empty_venv(tmp_path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True, system_site_packages=False)
     python = env_dir / "bin" / "python"
+    # The compile caches are this machine's, as for a user's second environment: PyTensor's
+    # (keyed by the graph) and pm_perm's numba cache (keyed by the package's content, not by where
+    # it is installed) serve the installed copy what the test suite beside it compiled.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba_cache")
-    env["PYTENSOR_FLAGS"] = f"base_compiledir={tmp_path / 'pytensor'}"
     # Python's bytecode cache as on a user's machine: pip's --no-compile below leaves it to the
     # first command, which writes what it imports for the later ones (where PYTHONDONTWRITEBYTECODE
     # is set, each command compiled pymc's, pytensor's and numba's sources again: 3 s each)
@@ -76,9 +77,9 @@ def test_console_command_in_empty_venv(tmp_path):
         return [run("rankings", "ballots.soi", "--fit", "map", "--json", "rankings.json"),
                 run("--help"), run("rank", "--help")]
 
-    # Two streams of about 30 s of CPU each, so that .ci/run's last minute (this check ends
-    # after the suite) uses both cores; they share the caches (pm_perm's C kernels compile in
-    # one process at a time).
+    # Two streams (10-30 s of CPU each, on full or empty caches), so that .ci/run's last part
+    # (this check may end after the suite) uses both cores; they share the caches (pm_perm's C
+    # kernels compile in one process at a time).
     with ThreadPoolExecutor(1) as pool:
         other = pool.submit(rankings_and_help)
         rng = np.random.default_rng(0)
