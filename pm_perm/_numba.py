@@ -80,8 +80,11 @@ def cache_folder(py_file) -> Path | None:
 
 
 def _install_locator():
-    """Put pm_perm's cache locator in front of numba's own (once per process)."""
+    """Put pm_perm's cache locator in front of numba's own (once per process). Not when the
+    package is not a folder of source files (a zip import): its sources cannot be hashed."""
     _state["locator"] = True
+    if not (_PACKAGE / "_numba.py").is_file():
+        return
     try:
         from numba.core import caching
 

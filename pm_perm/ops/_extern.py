@@ -102,6 +102,9 @@ def extern_kernel(symbol: str, signature, py_func):
     return ensure
 
 
+_LOW_PRIORITY = 10  # niceness from which a process compiles without the lock (below)
+
+
 @contextlib.contextmanager
 def _one_compiler(symbol, py_func):
     """Let one process at a time compile or load the kernel ``symbol`` for a given numba cache.
@@ -110,14 +113,19 @@ def _one_compiler(symbol, py_func):
     would each compile the same kernel (seconds to tens of seconds of CPU each); under this
     lock the first compiles and saves it, and the others wait and load it from the cache.
     An exclusive ``flock`` on a file in the temporary folder named after the symbol and the cache
-    folder (:func:`pm_perm._numba.cache_folder`, which every installed copy of pm_perm shares);
-    released when the process ends. Where there is no ``fcntl`` (Windows) or the file cannot be
-    opened, it does nothing.
+    folder (:func:`pm_perm._numba.cache_folder`, which every installed copy of pm_perm shares),
+    released once the kernel is compiled or loaded. Where there is no ``fcntl`` (Windows) or the
+    file cannot be opened, it does nothing; nor in a process of low CPU priority (niceness 10 or
+    more), which would hold the lock while the busy machine starves it, and so keep the
+    processes that wait for the lock idle.
     """
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
+        return
+    if os.nice(0) >= _LOW_PRIORITY:
+        yield  # never make a normal-priority process wait for a starved one: compile alone
         return
     source = inspect.getsourcefile(py_func)
     folder = cache_folder(source)  # the same for every installed copy of pm_perm

@@ -180,3 +180,24 @@ def test_processes_on_an_empty_cache_compile_a_kernel_once(tmp_path):
     hits = sorted(int(p.communicate(timeout=300)[0].split()[-1]) for p in procs)
     assert [p.returncode for p in procs] == [0, 0]
     assert hits == [0, 1]
+
+
+def test_a_low_priority_process_compiles_without_the_lock(monkeypatch):
+    """A process at niceness >= 10 (e.g. `.ci/run`'s packaging check beside the suite) must not
+    hold the compile lock: the busy machine starves it while normal processes wait for it."""
+    import fcntl
+
+    from pm_perm.ops import _extern
+
+    calls = []
+    monkeypatch.setattr(fcntl, "flock", lambda handle, op: calls.append(op))
+
+    def body(x):
+        return x
+
+    for niceness, locked in ((19, False), (10, False), (0, True)):
+        calls.clear()
+        monkeypatch.setattr(os, "nice", lambda inc, n=niceness: n)
+        with _extern._one_compiler("pm_perm_test_priority", body):
+            pass
+        assert bool(calls) is locked, (niceness, calls)
