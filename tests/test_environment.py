@@ -120,7 +120,8 @@ def test_kernels_are_cached_by_content_not_by_install_path(tmp_path):
 
     def cache_hits(root):
         env = {k: v for k, v in os.environ.items() if k not in ("PYTENSOR_FLAGS", "PYTENSORRC")}
-        env.update(PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(cache), TMPDIR=str(tmp_path))
+        env.update(PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(cache), TMPDIR=str(tmp_path),
+                   PYTHONDONTWRITEBYTECODE="1")  # no bytecode of the copies in the venv's cache
         out = subprocess.run([sys.executable, "-c", HITS], env=env, capture_output=True,
                              text=True, timeout=600, cwd=tmp_path)
         assert out.returncode == 0, out.stderr

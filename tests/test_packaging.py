@@ -3,8 +3,8 @@ environment (no system site packages, no extras): every ``pm-perm`` subcommand (
 model, ``rankings``) must run with the dependencies the package declares (it once failed with
 ``No module named 'sklearn'``).
 
-Marked ``packaging`` (run with ``--packaging``; ``.ci/run`` runs it beside the test suite): the
-install takes one to two minutes even from pip's cache.
+Marked ``packaging`` (run with ``--packaging``; ``.ci/run`` runs it beside the test suite): alone
+it takes 30-50 s, with pip's download cache, and the compile caches full or empty.
 """
 
 from __future__ import annotations
@@ -78,8 +78,7 @@ def test_console_command_in_empty_venv(tmp_path):
                 run("--help"), run("rank", "--help")]
 
     # Two streams (10-30 s of CPU each, on full or empty caches), so that .ci/run's last part
-    # (this check may end after the suite) uses both cores; they share the caches (pm_perm's C
-    # kernels compile in one process at a time).
+    # (this check may end after the suite) uses both cores.
     with ThreadPoolExecutor(1) as pool:
         other = pool.submit(rankings_and_help)
         rng = np.random.default_rng(0)
