@@ -14,7 +14,9 @@ When it is invalidated: the cache of every kernel is stamped with a hash of ALL 
 Python sources (computed once per process, a few milliseconds), so any change to the package
 recompiles its kernels. numba's own stamp is the kernel's file alone, which misses changes in the
 kernels it calls and in the module constants it freezes into the compiled code. numba adds its own
-checks (numba and Python version, CPU, argument types).
+checks (numba and Python version, CPU, argument types). The stamp is part of every file name, so
+two versions in use at once never read each other's files; files of another version are deleted
+an hour after they were written, when a process first uses the folder.
 
 When the folder cannot be written, numba's default places are tried (``__pycache__`` next to the
 source, then ``~/.cache/numba``). If none of them is writable (a read-only installation and no
@@ -54,6 +56,32 @@ def _package_stamp() -> str:
             digest.update(path.read_bytes() + b"\0")
         _state["stamp"] = digest.hexdigest()
     return _state["stamp"]
+
+
+_STAMP_CHARS = 16
+_STALE_AFTER = 3600.0  # seconds: files of other versions of pm_perm older than this are deleted
+
+
+def _prune(folder: str) -> None:
+    """Delete the cache files in ``folder`` (one of pm_perm's own) that another version of the
+    package wrote more than ``_STALE_AFTER`` seconds ago, so that upgrades and edits do not pile
+    up compiled code. Safe for a process of that version still running: numba compiles again
+    when a file its index names is gone."""
+    import time
+
+    stamp = f"-{_package_stamp()[:_STAMP_CHARS]}."
+    cutoff = time.time() - _STALE_AFTER
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if (stamp not in entry.name and entry.is_file(follow_symlinks=False)
+                    and entry.stat(follow_symlinks=False).st_mtime < cutoff):
+                os.unlink(entry.path)
+        except OSError:
+            pass
 
 
 def _cache_root() -> Path:
@@ -106,6 +134,7 @@ def _install_locator():
             if self._folder not in ready:
                 super().ensure_cache_path()  # creates it and checks that it can be written
                 ready.add(self._folder)
+                _prune(self._folder)
 
         def get_cache_path(self):
             return self._folder
@@ -114,7 +143,9 @@ def _install_locator():
             return _package_stamp()
 
         def get_disambiguator(self):
-            return str(self._lineno)
+            # the stamp is in every file name: processes of two versions of pm_perm never read
+            # each other's files (numba checks the stamp in the index, not in the data files)
+            return f"{self._lineno}-{_package_stamp()[:_STAMP_CHARS]}"
 
         @classmethod
         def from_function(cls, py_func, py_file):

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numba
@@ -133,6 +134,24 @@ def test_kernels_are_cached_by_content_not_by_install_path(tmp_path):
     cli = copies[1] / "pm_perm" / "cli.py"
     cli.write_text(cli.read_text() + "\n# not a kernel, but part of the package\n")
     assert cache_hits(copies[1]) == 0
+    assert cache_hits(copies[0]) == 1  # the two versions' files live side by side
+    assert len(list((cache / "pm_perm" / "kernels").glob("_checks.finite_or_minus_inf-*.nbi"))) == 2
+
+
+def test_files_of_other_versions_are_deleted_after_an_hour(tmp_path):
+    stamp = _numba._package_stamp()[:_numba._STAMP_CHARS]
+    old, now = time.time() - 2 * _numba._STALE_AFTER, time.time()
+    files = {  # name: (mtime, kept)
+        "k.f-10-0123456789abcdef.py312.nbi": (old, False),  # another version, written long ago
+        "k.f-10-0123456789abcdef.py312.1.nbc": (old, False),
+        "k.f-10-fedcba9876543210.py312.nbi": (now, True),  # another version, still in use
+        f"k.f-10-{stamp}.py312.nbi": (old, True),  # this version
+    }
+    for name, (mtime, _) in files.items():
+        (tmp_path / name).write_bytes(b"")
+        os.utime(tmp_path / name, (mtime, mtime))
+    _numba._prune(str(tmp_path))
+    assert {p.name for p in tmp_path.iterdir()} == {n for n, (_, kept) in files.items() if kept}
 
 
 def test_cache_folder_is_only_for_pm_perms_files(monkeypatch, tmp_path):
