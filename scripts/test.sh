@@ -10,6 +10,6 @@ workers="${PM_PERM_TEST_WORKERS:-$("$PYTHON" -c 'import os; print(min(4, len(os.
 # one numba thread per worker when the workers already fill the cores
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" NUMBA_NUM_THREADS="${NUMBA_NUM_THREADS:-$([ "$workers" -gt 1 ] && echo 1 || echo 2)}"
 if [ "$workers" -gt 0 ]; then
-  exec "$PYTHON" -m pytest -n "$workers" --dist loadgroup "$@"
+  exec "$PYTHON" -m pytest -n "$workers" --dist loadfile "$@"
 fi
 exec "$PYTHON" -m pytest "$@"

@@ -28,6 +28,8 @@ from pathlib import Path
 import pytensor
 import pytest
 
+from tests._xdist_units import pytest_xdist_make_scheduler  # noqa: F401  (the hook)
+
 # Full garbage collections (generation 2) 100 times rarer than Python's default in the pytest
 # processes: a test worker holds 1.3-1.6 GB of long-lived objects (compiled graphs, numba
 # dispatchers, JAX executables), so each full collection took 0.6-0.9 s, and the default
@@ -50,18 +52,17 @@ from pm_perm._modes import PYTHON_MODE as PY_MODE  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
-# Under pytest-xdist (scripts/test.sh runs `--dist loadgroup`) every test file is one group, run by
-# one worker, so the functions a file compiles once serve all its tests; the files named here are
-# split per test instead, because their tests are long and share nothing (each docs page compiles
-# its own models).
-SPLIT_PER_TEST = {"test_docs_examples.py"}
+# Under pytest-xdist (scripts/test.sh runs `--dist loadfile`) each test file is one unit of work,
+# run by one worker (the docs pages one unit each): tests/_xdist_units.py.
 TESTS = Path(__file__).resolve().parent
-# The files whose groups take longest on a fresh machine (1-3 minutes of CPU each: the docs pages'
-# code on numba, XLA compilation), started first, in this order; the rest follow in file order.
+# The files whose units take longest on a fresh machine (the docs pages' code on numba, XLA
+# compilation: 25-60 s of CPU each, the pages 5-75 s), started first, in this order, so that the
+# short files even out the workers' ends; the rest follow in file order.
 _START_FIRST = {name: i for i, name in enumerate([
     "test_docs_examples.py", "jax/test_jax_rankings.py", "jax/test_jax_ops.py",
-    "rankings/test_models.py", "distributions/test_cardinality.py",
-    "distributions/test_conformance.py"])}
+    "rankings/test_models.py", "distributions/test_conformance.py",
+    "distributions/test_cardinality.py", "ops/test_extern.py", "test_processes.py",
+    "test_docs_build.py"])}
 
 
 def pytest_addoption(parser):
@@ -79,18 +80,14 @@ def pytest_collection_modifyitems(config, items):
         skips["slow"] = pytest.mark.skip(reason="slow test: run with --runslow")
     if not config.getoption("--packaging"):
         skips["packaging"] = pytest.mark.skip(reason="packaging test: run with --packaging")
-    group = config.pluginmanager.hasplugin("xdist")
-    if group:
-        # longest groups first, so that the workers end together (longest-processing-time-first)
+    if config.pluginmanager.hasplugin("xdist"):
+        # longest units first, so that the workers end together (longest-processing-time-first)
         items.sort(key=lambda item: _START_FIRST.get(
             item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else "", 99))
     for item in items:
         for mark, skip in skips.items():
             if mark in item.keywords:
                 item.add_marker(skip)
-        if group and item.get_closest_marker("xdist_group") is None:
-            name = item.nodeid if item.path.name in SPLIT_PER_TEST else str(item.path)
-            item.add_marker(pytest.mark.xdist_group(name))
 
 
 @pytest.fixture(autouse=True)

@@ -65,7 +65,7 @@ def nav_pages() -> list[str]:
 
 # page -> why it is slow (measured on the shared 2-core machine, one thread, warm caches)
 SLOW_PAGES: dict[str, str] = {}  # page -> what makes it slow (none now: the pages run in
-# parallel, one xdist group each, so the longest, guide/count_labels.md, runs by default)
+# parallel, one xdist unit each, so the longest, guide/count_labels.md, runs by default)
 RUN_LANGS = {"python", "bash"}
 FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")
 SKIP = re.compile(r"^<!--\s*docs-test:\s*skip\s*\((.+)\)\s*-->\s*$")
