@@ -36,8 +36,15 @@ def _write_letor(path, n_queries, rng):
 
 
 def test_console_command_in_empty_venv(tmp_path):
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True, system_site_packages=False)
+    # .ci/run makes the environment beforehand, with scripts/empty_venv.sh (the same commands as
+    # below), while it sets up .venv; run alone, the test makes it
+    prebuilt = os.environ.get("PM_PERM_EMPTY_VENV")
+    env_dir = Path(prebuilt) if prebuilt else tmp_path / "venv"
+    if prebuilt and not (env_dir / ".pm_perm-installed").is_file():
+        pytest.fail(f"PM_PERM_EMPTY_VENV={prebuilt}: no environment made by scripts/empty_venv.sh "
+                    "there (see its output above)")
+    if not prebuilt:
+        venv.create(env_dir, with_pip=True, system_site_packages=False)
     python = env_dir / "bin" / "python"
     # The compile caches are this machine's, as for a user's second environment: PyTensor's
     # (keyed by the graph) and pm_perm's numba cache (keyed by the package's content, not by where
@@ -50,8 +57,9 @@ def test_console_command_in_empty_venv(tmp_path):
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
     # --no-compile: pip does not byte-compile every installed module (the commands compile what
     # they import); it is still pip's plain install of the declared dependencies
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-compile", str(ROOT)], check=True,
-                   env=env, cwd=tmp_path)
+    if not prebuilt:
+        subprocess.run([python, "-m", "pip", "install", "-q", "--no-compile", str(ROOT)],
+                       check=True, env=env, cwd=tmp_path)
     # only the declared dependencies: no test or bench extras leaked in
     code = ("import importlib.util as u; "
             "print(*(u.find_spec(m) is None for m in ('pytest', 'thewalrus')))")
