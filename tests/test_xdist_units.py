@@ -39,10 +39,12 @@ def test_a_files_tests_share_one_worker_and_split_files_are_spread(tmp_path):
     (tmp_path / "test_docs_examples.py").write_text(record)
     out = tmp_path / "out"
     out.mkdir()
-    env = dict(os.environ, UNITS_OUT=str(out),
+    # no plugins but xdist and ours (the installed ones, e.g. hypothesis's, only cost start-up)
+    env = dict(os.environ, UNITS_OUT=str(out), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests._xdist_units",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin",
+         "-p", "tests._xdist_units",
          "-c", os.devnull, "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadfile",
          "test_docs_examples.py", "test_a.py"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
