@@ -62,6 +62,11 @@ _STAMP_CHARS = 16
 _STALE_AFTER = 3600.0  # seconds: files of other versions of pm_perm older than this are deleted
 
 
+def _file_stamp() -> str:
+    """The part of the package stamp that every cache file's name carries."""
+    return _package_stamp()[:_STAMP_CHARS]
+
+
 def _prune(folder: str) -> None:
     """Delete the cache files in ``folder`` (one of pm_perm's own) that another version of the
     package wrote more than ``_STALE_AFTER`` seconds ago, so that upgrades and edits do not pile
@@ -69,7 +74,7 @@ def _prune(folder: str) -> None:
     when a file its index names is gone."""
     import time
 
-    stamp = f"-{_package_stamp()[:_STAMP_CHARS]}."
+    stamp = f"-{_file_stamp()}."
     cutoff = time.time() - _STALE_AFTER
     try:
         entries = list(os.scandir(folder))
@@ -145,7 +150,7 @@ def _install_locator():
         def get_disambiguator(self):
             # the stamp is in every file name: processes of two versions of pm_perm never read
             # each other's files (numba checks the stamp in the index, not in the data files)
-            return f"{self._lineno}-{_package_stamp()[:_STAMP_CHARS]}"
+            return f"{self._lineno}-{_file_stamp()}"
 
         @classmethod
         def from_function(cls, py_func, py_file):

@@ -90,7 +90,6 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config):
     """One full garbage collection at the end of the session, then the survivors frozen.

@@ -139,7 +139,7 @@ def test_kernels_are_cached_by_content_not_by_install_path(tmp_path):
 
 
 def test_files_of_other_versions_are_deleted_after_an_hour(tmp_path):
-    stamp = _numba._package_stamp()[:_numba._STAMP_CHARS]
+    stamp = _numba._file_stamp()
     old, now = time.time() - 2 * _numba._STALE_AFTER, time.time()
     files = {  # name: (mtime, kept)
         "k.f-10-0123456789abcdef.py312.nbi": (old, False),  # another version, written long ago

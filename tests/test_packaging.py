@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import venv
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,30 +35,27 @@ def _write_letor(path, n_queries, rng):
 
 
 def test_console_command_in_empty_venv(tmp_path):
-    # .ci/run makes the environment beforehand, with scripts/empty_venv.sh (the same commands as
-    # below), while it sets up .venv; run alone, the test makes it
+    # the empty environment and pip's plain install into it: scripts/empty_venv.sh, which .ci/run
+    # runs beforehand, while it sets up .venv (PM_PERM_EMPTY_VENV); run alone, the test runs it
     prebuilt = os.environ.get("PM_PERM_EMPTY_VENV")
     env_dir = Path(prebuilt) if prebuilt else tmp_path / "venv"
-    if prebuilt and not (env_dir / ".pm_perm-installed").is_file():
-        pytest.fail(f"PM_PERM_EMPTY_VENV={prebuilt}: no environment made by scripts/empty_venv.sh "
-                    "there (see its output above)")
-    if not prebuilt:
-        venv.create(env_dir, with_pip=True, system_site_packages=False)
     python = env_dir / "bin" / "python"
     # The compile caches are this machine's, as for a user's second environment: PyTensor's
     # (keyed by the graph) and pm_perm's numba cache (keyed by the package's content, not by where
     # it is installed) serve the installed copy what the test suite beside it compiled.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    # Python's bytecode cache as on a user's machine: pip's --no-compile below leaves it to the
-    # first command, which writes what it imports for the later ones (where PYTHONDONTWRITEBYTECODE
-    # is set, each command compiled pymc's, pytensor's and numba's sources again: 3 s each)
+    # Python's bytecode cache as on a user's machine: pip's --no-compile (empty_venv.sh) leaves it
+    # to the first command, which writes what it imports for the later ones (where
+    # PYTHONDONTWRITEBYTECODE is set, each command compiled pymc's, pytensor's and numba's sources
+    # again: 3 s each)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
-    # --no-compile: pip does not byte-compile every installed module (the commands compile what
-    # they import); it is still pip's plain install of the declared dependencies
     if not prebuilt:
-        subprocess.run([python, "-m", "pip", "install", "-q", "--no-compile", str(ROOT)],
-                       check=True, env=env, cwd=tmp_path)
+        subprocess.run(["bash", ROOT / "scripts" / "empty_venv.sh", env_dir], check=True, env=env,
+                       cwd=tmp_path)
+    if not (env_dir / ".pm_perm-installed").is_file():
+        pytest.fail(f"{env_dir}: no environment made by scripts/empty_venv.sh (see its output "
+                    "above)")
     # only the declared dependencies: no test or bench extras leaked in
     code = ("import importlib.util as u; "
             "print(*(u.find_spec(m) is None for m in ('pytest', 'thewalrus')))")
