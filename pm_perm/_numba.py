@@ -131,8 +131,9 @@ def _install_locator():
         """numba cache locator for pm_perm's kernels: the folder of :func:`cache_folder`,
         stamped with the hash of the package's sources."""
 
-        def __init__(self, py_func, folder):
+        def __init__(self, py_func, py_file, folder):
             self._lineno = py_func.__code__.co_firstlineno
+            self._py_file = py_file  # numba's "Cannot cache" warning names the kernel's file
             self._folder = str(folder)
 
         def ensure_cache_path(self):
@@ -157,7 +158,7 @@ def _install_locator():
             folder = cache_folder(py_file)
             if folder is None:
                 return None
-            self = cls(py_func, folder)
+            self = cls(py_func, py_file, folder)
             try:
                 self.ensure_cache_path()
             except OSError:

@@ -15,6 +15,8 @@ small pytest run of its own (tests/test_xdist_units.py).
 
 from __future__ import annotations
 
+import pytest
+
 SPLIT_PER_TEST = {"test_docs_examples.py"}
 
 
@@ -24,6 +26,7 @@ def unit_of_work(nodeid: str) -> str:
     return nodeid if path.rsplit("/", 1)[-1] in SPLIT_PER_TEST else path
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest also runs without xdist (-p no:xdist)
 def pytest_xdist_make_scheduler(config, log):
     """With ``--dist loadfile``: one unit per ``unit_of_work``, in collection order."""
     if config.getvalue("dist") != "loadfile":

@@ -160,3 +160,22 @@ def test_cache_folder_is_only_for_pm_perms_files(monkeypatch, tmp_path):
     assert _numba.cache_folder(kernels) == tmp_path / "pm_perm" / "kernels"
     assert _numba.cache_folder(numba.__file__) is None
     assert _numba.cache_folder("<string>") is None
+
+
+def test_a_kernel_numba_cannot_cache_gets_numbas_warning():
+    """numba refuses to cache code with dynamic globals (with NUMBA_OPT=0 even its random
+    generator's state pointer) and warns, naming the kernel's file from the cache locator: with
+    pm_perm's locator that raised AttributeError ('_py_file') instead of drawing."""
+    from types import SimpleNamespace
+
+    from numba.core.caching import FunctionCache
+    from numba.core.errors import NumbaWarning
+
+    from pm_perm.kernels._checks import finite_or_minus_inf
+
+    cache = FunctionCache(finite_or_minus_inf.py_func)
+    assert type(cache._impl.locator).__name__ == "PackageCacheLocator"
+    cres = SimpleNamespace(lifted=(), library=SimpleNamespace(has_dynamic_globals=True),
+                           fndesc=SimpleNamespace(qualname="finite_or_minus_inf"))
+    with pytest.warns(NumbaWarning, match="Cannot cache compiled function"):
+        assert cache._impl.check_cachable(cres) is False
