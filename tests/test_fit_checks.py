@@ -119,7 +119,7 @@ def test_cli_fit_failure_exits_3_and_writes_nothing(tmp_path, capsys, monkeypatc
     def failing(*a, **k):
         raise MapFitError("the L-BFGS-B MAP fit at prior scale 1 did not converge: ABNORMAL")
 
-    monkeypatch.setattr("pm_perm.ranking.ordinal.map_path", failing)
+    monkeypatch.setattr("pm_perm.ranking._scoring.map_path", failing)
     out = tmp_path / "out.json"
     assert main(["rank", "--train", tr, "--test", te, "--model", "ordinal",
                  "--json", str(out), "--predictions", str(tmp_path / "p.txt")]) == 3

@@ -1,10 +1,21 @@
-"""Linear scores ``X @ theta`` of a fitted ranker, with the checks both rankers share."""
+"""What both feature rankers share: linear scores ``X @ theta``, feature scaling, and fitting.
+
+:class:`LinearRanker` is the base of :class:`~pm_perm.ranking.rankmatch.RankMatch` and
+:class:`~pm_perm.ranking.ordinal.OrdinalRanker`: the MAP path over prior scales, NUTS with Laplace
+whitening, and the scores. A subclass only builds its model.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import time
 
-__all__ = ["FeatureScaling", "linear_scores"]
+import numpy as np
+import pymc as pm
+
+from pm_perm._map import check_lbfgs_memory, checked_sample, laplace_whitening, map_path
+from pm_perm.ranking.metrics import evaluate_ranking
+
+__all__ = ["FeatureScaling", "LinearRanker", "linear_scores"]
 
 
 def linear_scores(ranker, X, draws=False):
@@ -79,3 +90,122 @@ class FeatureScaling:
     def to_std(self, theta):
         """Inverse of :meth:`to_raw`."""
         return np.asarray(theta) * self.scale
+
+
+class LinearRanker:
+    """Base of the rankers that score a document by ``<psi, theta>`` and fit ``theta`` by MAP or
+    NUTS on a PyMC model with the prior ``theta ~ N(0, prior_sigma^2 I)`` on the standardised
+    coefficients.
+
+    A subclass passes the constructor's parameters to ``super().__init__`` and defines
+
+    - ``_build(train)``: fit ``scaling_`` on ``train.X`` and set ``_train`` (the split) and
+      ``model_`` (its model at ``prior_sigmas[0]``, the scale held in ``pm.Data("prior_sigma")``);
+    - ``_model(sigma, whitening)``: the same model at scale ``sigma``, sampled through
+      ``theta = loc + L z`` for ``whitening = (loc, L)``.
+
+    Parameters
+    ----------
+    prior_sigmas : sequence of float
+        Candidate prior scales (positive, finite); :meth:`fit_map` with a validation split keeps
+        the one with the best validation NDCG@5.
+    lbfgs_memory : int
+        L-BFGS-B memory (``maxcor``) of :meth:`fit_map`.
+    standardize : bool
+        Fit on standardised features (:class:`FeatureScaling`).
+    """
+
+    def __init__(self, prior_sigmas, lbfgs_memory, standardize):
+        self.standardize = bool(standardize)
+        self.lbfgs_memory = check_lbfgs_memory(lbfgs_memory)
+        self.prior_sigmas = tuple(float(s) for s in prior_sigmas)
+        if not self.prior_sigmas or any(not np.isfinite(s) or s <= 0 for s in self.prior_sigmas):
+            raise ValueError(f"prior_sigmas must be positive numbers, got {prior_sigmas!r}")
+        self.validation_ = {}
+        self.timings_ = {}
+
+    def _build(self, train):
+        raise NotImplementedError
+
+    def _model(self, sigma, whitening):
+        raise NotImplementedError
+
+    def fit_map(self, train, valid=None):
+        """MAP estimate: L-BFGS-B on the exact log-posterior, as ``pm.find_MAP`` does.
+
+        With ``valid``, every scale in ``prior_sigmas`` is fitted and the one with the highest
+        validation NDCG@5 kept; without, the first scale is used. The log-posterior and its
+        gradient are compiled once for all scales and each fit starts from the previous optimum
+        (:func:`pm_perm._map.map_path`; the class's notes say when the start cannot change the
+        optimum). A fit that does not converge raises ``MapFitError``. Returns ``self``.
+        """
+        self._build(train)
+        t0 = time.perf_counter()
+
+        def score(sigma, theta):
+            self.validation_[sigma] = evaluate_ranking(self.scaling_.transform(valid.X) @ theta,
+                                                       valid.y, valid.group_ptr, ks=(1, 3, 5))
+            return self.validation_[sigma]["ndcg@5"]
+
+        self.prior_sigma_, self._theta_std, _, self.map_results_ = map_path(
+            self.model_, self.prior_sigmas, None if valid is None else score,
+            maxcor=self.lbfgs_memory)
+        self.theta_ = self.scaling_.to_raw(self._theta_std)
+        self.diagnostics_ = {}
+        self.idata_ = None
+        self.theta_draws_ = None
+        self.timings_["map"] = time.perf_counter() - t0
+        return self
+
+    def fit_nuts(self, train, *, prior_sigma=None, draws=1000, tune=1000, chains=4,
+                 random_seed=None, progressbar=False, whiten=True, **kwargs):
+        """Posterior draws of ``theta`` by NUTS (``pm.sample``); returns ``self``.
+
+        ``prior_sigma`` defaults to the scale chosen by a previous :meth:`fit_map` (or the first
+        candidate); on the split of that fit, its model and MAP are reused. With
+        ``whiten=True`` (default) NUTS runs on ``z`` with ``theta = theta_map + L z``, ``L L^T``
+        the inverse Hessian of the negative log-posterior at the MAP (central differences of
+        the exact gradient, ``2 n_features`` evaluations; eigenvalues floored at 1e-8 of the
+        largest): the posterior is unchanged, but correlated features (MQ2008 has many) no
+        longer force NUTS to its maximum tree depth. ``theta_`` becomes the posterior mean and
+        ``theta_draws_`` holds all draws, shape (chains * draws, n_features). The draws are
+        checked (:func:`pm_perm._map.checked_sample`: incomplete or non-finite draws raise,
+        divergences and the largest r_hat go to ``diagnostics_``). Extra keyword arguments go
+        to ``pm.sample``.
+        """
+        if getattr(self, "_train", None) is not train:
+            self._build(train)
+        sigma = float(prior_sigma or getattr(self, "prior_sigma_", self.prior_sigmas[0]))
+        t0 = time.perf_counter()
+        with self.model_:
+            pm.set_data({"prior_sigma": sigma})
+        model = self.model_
+        if whiten:
+            model = self._model(sigma, self._whitening(sigma))
+        self.timings_["whitening"] = time.perf_counter() - t0
+        idata, diagnostics = checked_sample(model, draws=draws, tune=tune, chains=chains,
+                                            random_seed=random_seed, progressbar=progressbar,
+                                            **kwargs)
+        post = np.asarray(idata.posterior["theta"])
+        self.idata_, self.diagnostics_ = idata, diagnostics
+        self.prior_sigma_ = sigma
+        draws_std = post.reshape(-1, post.shape[-1])
+        self._theta_std = draws_std.mean(axis=0)
+        self.theta_draws_ = self.scaling_.to_raw(draws_std)
+        self.theta_ = self.theta_draws_.mean(axis=0)
+        self.timings_["nuts"] = time.perf_counter() - t0
+        return self
+
+    def _whitening(self, sigma):
+        """(MAP, L) at scale ``sigma``, L L^T the inverse Hessian of -log posterior there."""
+        if getattr(self, "prior_sigma_", None) == sigma and hasattr(self, "_theta_std"):
+            loc = self._theta_std
+        else:
+            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory)
+        return laplace_whitening(self.model_, loc)
+
+    def decision_function(self, X, *, draws=False):
+        """Scores ``X @ theta`` (rank by decreasing score); with ``draws=True`` one row per
+        posterior draw, shape (n_draws, n_docs). ``X`` must have the training split's feature
+        columns (a clear ``ValueError`` otherwise)."""
+        return linear_scores(self, X, draws)

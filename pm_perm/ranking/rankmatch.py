@@ -55,12 +55,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm._map import check_lbfgs_memory, checked_sample, laplace_whitening, map_path
 from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.ops.permanent import exact_max_m, log_permanent
-from pm_perm.ranking._scoring import FeatureScaling, linear_scores
+from pm_perm.ranking._scoring import FeatureScaling, LinearRanker
 from pm_perm.ranking.data import RankingSplit
-from pm_perm.ranking.metrics import evaluate_ranking
 
 __all__ = [
     "RankMatch",
@@ -348,7 +346,7 @@ def rankmatch_model(X, subsets, *, c=None, prior_sigma=1.0, whitening=None):
     return model
 
 
-class RankMatch:
+class RankMatch(LinearRanker):
     """RankMatch ranker: fit ``theta`` on bootstrap subsets, rank by ``<psi, theta>``.
 
     Parameters
@@ -403,21 +401,24 @@ class RankMatch:
     timings_ : dict
         Wall time in seconds of the steps (``"build"``, ``"map"``; ``"whitening"`` and
         ``"nuts"``, the latter including the former).
+
+    Notes
+    -----
+    ``fit_map``, ``fit_nuts`` and ``decision_function`` are
+    :class:`~pm_perm.ranking._scoring.LinearRanker`'s. With strict labels (``M`` = number of
+    ratings in every subset) the log-posterior is concave (linear minus a log-sum-exp of linear
+    functions), so the warm starts of ``fit_map``'s path of prior scales do not change its
+    optima; the weak-label likelihood with ties is a difference of two such log-sum-exps and
+    need not be concave.
     """
 
     def __init__(self, M=3, c=None, subsets_per_doc=0.4, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0),
                  seed=0, lbfgs_memory=10, standardize=True):
+        super().__init__(prior_sigmas, lbfgs_memory, standardize)
         self.c = position_weights(M, c)
-        self.standardize = bool(standardize)
         self.M = M
         self.subsets_per_doc = subsets_per_doc
-        self.prior_sigmas = tuple(float(s) for s in prior_sigmas)
-        if not self.prior_sigmas or any(not np.isfinite(s) or s <= 0 for s in self.prior_sigmas):
-            raise ValueError(f"prior_sigmas must be positive numbers, got {prior_sigmas!r}")
         self.seed = seed
-        self.lbfgs_memory = check_lbfgs_memory(lbfgs_memory)
-        self.validation_ = {}
-        self.timings_ = {}
 
     def _build(self, train):
         t0 = time.perf_counter()
@@ -430,84 +431,6 @@ class RankMatch:
                                       prior_sigma=self.prior_sigmas[0])
         self.timings_["build"] = time.perf_counter() - t0
 
-    def fit_map(self, train, valid=None):
-        """MAP estimate: L-BFGS-B on the exact log-posterior, as ``pm.find_MAP`` does.
-
-        With ``valid``, every scale in ``prior_sigmas`` is fitted and the one with the highest
-        validation NDCG@5 kept; without, the first scale is used. The log-posterior and its
-        gradient are compiled once for all scales, and each fit starts from the previous optimum
-        (:func:`pm_perm._map.map_path`). With strict labels (``M`` = number of ratings
-        in every subset) the log-posterior is concave (linear minus a log-sum-exp of linear
-        functions), so the start does not change the optimum; the weak-label likelihood with
-        ties is a difference of two such log-sum-exps and need not be concave. Returns ``self``.
-        """
-        self._build(train)
-        t0 = time.perf_counter()
-
-        def score(sigma, theta):
-            self.validation_[sigma] = evaluate_ranking(self.scaling_.transform(valid.X) @ theta,
-                                                       valid.y,
-                                                       valid.group_ptr, ks=(1, 3, 5))
-            return self.validation_[sigma]["ndcg@5"]
-
-        self.prior_sigma_, self._theta_std, _, self.map_results_ = map_path(
-            self.model_, self.prior_sigmas, None if valid is None else score,
-            maxcor=self.lbfgs_memory)
-        self.theta_ = self.scaling_.to_raw(self._theta_std)
-        self.diagnostics_ = {}
-        self.idata_ = None
-        self.theta_draws_ = None
-        self.timings_["map"] = time.perf_counter() - t0
-        return self
-
-    def fit_nuts(self, train, *, prior_sigma=None, draws=1000, tune=1000, chains=4,
-                 random_seed=None, progressbar=False, whiten=True, **kwargs):
-        """Posterior draws of ``theta`` by NUTS (``pm.sample``); returns ``self``.
-
-        ``prior_sigma`` defaults to the scale chosen by a previous :meth:`fit_map` (or the first
-        candidate). With ``whiten=True`` (default) NUTS runs on ``z`` with
-        ``theta = theta_map + L z``, ``L L^T`` the inverse Hessian of the negative log-posterior
-        at the MAP (central differences of the exact gradient, ``2 n_features`` evaluations;
-        eigenvalues floored at 1e-8 of the largest): the posterior is unchanged, but
-        correlated features (MQ2008 has many) no longer force NUTS to its maximum tree depth.
-        ``theta_`` becomes the posterior mean and ``theta_draws_`` holds all draws, shape
-        (chains * draws, n_features). Extra keyword arguments go to ``pm.sample``.
-        """
-        if getattr(self, "_train", None) is not train:
-            self._build(train)  # reuse the subsets and model of fit_map on the same split
-        sigma = float(prior_sigma or getattr(self, "prior_sigma_", self.prior_sigmas[0]))
-        t0 = time.perf_counter()
-        with self.model_:
-            pm.set_data({"prior_sigma": sigma})
-        model = self.model_
-        if whiten:
-            loc, L = self._whitening(sigma)
-            model = rankmatch_model(self._X, self.subsets_, c=self.c, prior_sigma=sigma,
-                                    whitening=(loc, L))
-        self.timings_["whitening"] = time.perf_counter() - t0
-        idata, diagnostics = checked_sample(model, draws=draws, tune=tune, chains=chains,
-                                            random_seed=random_seed, progressbar=progressbar,
-                                            **kwargs)
-        post = np.asarray(idata.posterior["theta"])
-        self.idata_, self.diagnostics_ = idata, diagnostics
-        self.prior_sigma_ = sigma
-        draws_std = post.reshape(-1, post.shape[-1])
-        self._theta_std = draws_std.mean(axis=0)
-        self.theta_draws_ = self.scaling_.to_raw(draws_std)
-        self.theta_ = self.theta_draws_.mean(axis=0)
-        self.timings_["nuts"] = time.perf_counter() - t0
-        return self
-
-    def _whitening(self, sigma):
-        """(MAP, L) with L L^T the inverse Hessian of -log posterior at the MAP."""
-        if getattr(self, "prior_sigma_", None) == sigma and hasattr(self, "_theta_std"):
-            loc = self._theta_std
-        else:
-            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory)
-        return laplace_whitening(self.model_, loc)
-
-    def decision_function(self, X, *, draws=False):
-        """Scores ``X @ theta`` (rank by decreasing score); with ``draws=True`` one row per
-        posterior draw, shape (n_draws, n_docs). ``X`` must have the training split's feature
-        columns (a clear ``ValueError`` otherwise)."""
-        return linear_scores(self, X, draws)
+    def _model(self, sigma, whitening):
+        return rankmatch_model(self._X, self.subsets_, c=self.c, prior_sigma=sigma,
+                               whitening=whitening)
