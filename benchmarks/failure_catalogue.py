@@ -106,6 +106,21 @@ def _map_maxiter():
     return map_path(model, [1.0], maxiter=1)
 
 
+def _find_map_maxiter():
+    import warnings
+
+    import pm_perm
+
+    with pm.Model():
+        theta = pm.Normal("theta", 0.0, 1.0, shape=2)
+        pm.Potential("lik", -1e4 * ((theta - np.array([300.0, -2.0])) ** 2).sum())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # PyMC's "did not converge" warning
+            fit = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False,
+                              maxiter=1)
+    return pm_perm.check_find_map(fit)
+
+
 def _ranker_outlier():
     from pm_perm.ranking.data import read_letor
     from pm_perm.ranking.ordinal import OrdinalRanker
@@ -259,6 +274,8 @@ def _cases():
                       "--test", _letor("b.txt")), "exit 2"),
         ("strict JSON", "a NaN result (NaN is not JSON)", _json_nan, "null + warning"),
         ("MAP fit", "L-BFGS-B stopped by its iteration limit", _map_maxiter, "MapFitError"),
+        ("check_find_map", "pm.find_MAP stopped by its iteration limit (PyMC only warns)",
+         _find_map_maxiter, "MapFitError"),
         ("MAP fit", "ordinal ranker, a training feature value of 1e6 (standardised)",
          _ranker_outlier, "ok"),
         ("NChooseK", "draw with count_probs [-0.5, 1, 0.5, 0, 0]",
@@ -335,7 +352,9 @@ def render():
         "full disk or a concurrent run leaves the old file or the complete new one, never a",
         "partial one; when one output fails the others are still written (exit status 1). A",
         "fit that failed (an optimiser that did not converge, a sampler that was interrupted or",
-        "returned NaN draws) is an error (exit status 3; 130 for Ctrl-C), never a number; the",
+        "returned NaN draws) is an error (exit status 3; 130 for Ctrl-C), never a number (in your",
+        "own models, `pm_perm.check_find_map(fit)` raises `MapFitError` for a `pm.find_MAP` whose",
+        "optimiser stopped early, where PyMC only warns); the",
         "JSON is strict (non-finite values become `null` with a recorded warning) and records",
         "what reproduces the run: pm_perm and library versions, command line, settings, seed,",
         "draws/chains, each input's path, size and sha256, and every warning. Every",

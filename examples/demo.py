@@ -5,7 +5,9 @@ Simulates matching problems from a known parameter vector (Petterson et al. 2009
 estimator) and by NUTS, and reports: recovery of theta, ArviZ diagnostics (r_hat, ESS), the
 held-out Hamming error of the predicted matchings (max-weight matching of ``x_test . theta``), and
 a posterior predictive check. Writes ``trace.png``, ``ppc.png`` and ``results.json`` to the output
-folder (default ``outputs/demo``).
+folder (default ``outputs/demo``). Both fits are checked: a MAP fit whose optimiser stopped early
+(``pm_perm.check_find_map``) or incomplete or non-finite draws end the demo with an error;
+divergences or r_hat above 1.01 are printed as warnings and recorded in ``results.json``.
 
 Run: ``bash scripts/demo.sh [--out DIR] [--graphs N] [--m M] [--seed S]``.
 """
@@ -74,6 +76,7 @@ def main(argv=None):
 
         t0 = time.perf_counter()
         fit = pm.find_MAP(progressbar=False, return_inferencedata=True, jitter=False)
+        pm_perm.check_find_map(fit)  # an optimiser that stopped early raises MapFitError
         t_map = time.perf_counter() - t0
         theta_map = fit.posterior["theta"].values.reshape(-1)
 
@@ -87,6 +90,9 @@ def main(argv=None):
                                        random_seed=args.seed, progressbar=False)
 
     post = idata.posterior["theta"]
+    if post.sizes["draw"] < args.draws or not np.all(np.isfinite(post.values)):
+        raise SystemExit(f"NUTS returned {post.sizes['draw']} draws per chain (asked for "
+                         f"{args.draws}) or non-finite ones: no result is reported")
     mean, sd = post.mean(("chain", "draw")).values, post.std(("chain", "draw")).values
     summary = az.summary(idata, var_names=["theta"])
     print(f"\nfind_MAP ({t_map:.1f} s): theta_MAP = {np.round(theta_map, 3)}")
@@ -97,6 +103,11 @@ def main(argv=None):
     n_div = int(idata.sample_stats["diverging"].sum())
     print(f"true theta = {theta_true}; z = (mean - true) / sd = {np.round(z, 2)}; "
           f"divergences = {n_div}")
+    warnings = ([f"{n_div} divergent transitions"] if n_div else []) + (
+        [f"max r_hat {summary['r_hat'].max():.3f} > 1.01: the chains have not mixed"]
+        if summary["r_hat"].max() > 1.01 else [])
+    for w in warnings:
+        print(f"WARNING: {w}; treat the posterior summaries with caution")
 
     # held-out matching error: mode of the model at the estimated theta
     err = {
@@ -139,7 +150,8 @@ def main(argv=None):
         "posterior_mean": mean.tolist(), "posterior_sd": sd.tolist(),
         "r_hat_max": float(summary["r_hat"].max()),
         "ess_bulk_min": float(summary["ess_bulk"].min()),
-        "divergences": n_div, "heldout_hamming": err, "ppc_p_value": p_value,
+        "divergences": n_div, "warnings": warnings, "heldout_hamming": err,
+        "ppc_p_value": p_value,
         "seconds": {"find_map": t_map, "nuts": t_nuts, "total": time.perf_counter() - t_start},
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))

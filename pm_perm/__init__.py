@@ -96,6 +96,8 @@ _LAZY = {
     "EXACT_MAX_M": "pm_perm.kernels.permanent",
     "expected_topk_gain": "pm_perm.ops.cardinality",
     "log_expected_topk_gain": "pm_perm.ops.cardinality",
+    "check_find_map": "pm_perm._map",
+    "MapFitError": "pm_perm._map",
 }
 __all__ = list(_LAZY)  # public name -> the module that defines it, above
 # the public names of __all__ and the subpackages (pm_perm.rankings, ...), on first access

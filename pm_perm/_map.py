@@ -23,6 +23,8 @@ an Op that, unlike the permanent Ops, has no batched ``perform``).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pymc as pm
 from scipy.optimize import minimize
@@ -34,6 +36,7 @@ __all__ = [
     "MapFitError",
     "SamplingError",
     "SamplingInterrupted",
+    "check_find_map",
     "check_lbfgs_memory",
     "check_optimum",
     "checked_sample",
@@ -85,6 +88,67 @@ def check_optimum(res, what="the MAP fit"):
         "the data), an iteration limit (raise maxiter or the L-BFGS-B memory), or a "
         "log-posterior that is not finite at the start"
     )
+
+
+def check_find_map(fit):
+    """Raise :class:`MapFitError` unless ``pm.find_MAP`` converged; returns ``fit``.
+
+    When the optimiser stopped early (an iteration limit, a failed line search away from an
+    optimum, a non-finite objective), ``pm.find_MAP`` warns and returns its last point all the
+    same. This check applies :func:`check_optimum`'s rule to the optimiser result PyMC stores
+    with the fit (a failed L-BFGS-B line search at a stationary point is accepted). Cost: none
+    beyond reading that result.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        The result of ``pm.find_MAP(..., return_inferencedata=True)`` (its
+        ``optimizer_result`` group).
+
+    Returns
+    -------
+    xarray.DataTree
+        ``fit``, unchanged.
+
+    Raises
+    ------
+    MapFitError
+        The optimiser did not converge; the message gives scipy's status and message, the
+        iterations, the objective and the largest gradient component.
+    ValueError
+        ``fit`` has no optimiser result (a ``dict`` from ``return_inferencedata=False``, or
+        another DataTree).
+
+    Examples
+    --------
+    >>> import pymc as pm
+    >>> import pm_perm
+    >>> with pm.Model():
+    ...     x = pm.Normal("x", 0.0, 1.0)
+    ...     _ = pm.Normal("y", x, 1.0, observed=[1.0, 2.0])
+    ...     fit = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False)
+    >>> round(float(pm_perm.check_find_map(fit).posterior["x"].item()), 3)
+    1.0
+    """
+    try:
+        res = fit["optimizer_result"].to_dataset()
+    except (KeyError, TypeError, AttributeError):
+        raise ValueError(
+            "check_find_map needs the result of pm.find_MAP(..., return_inferencedata=True), "
+            "which stores the optimiser result (group 'optimizer_result'); got "
+            f"{type(fit).__name__}"
+        ) from None
+
+    def item(name, default):
+        return res[name].values.item() if name in res else default
+
+    check_optimum(SimpleNamespace(
+        success=bool(item("success", False)), message=str(item("message", "")),
+        status=item("status", "?"), nit=item("nit", "?"), fun=float(item("fun", np.nan)),
+        x=np.asarray(res["x"].values if "x" in res else np.nan, dtype=np.float64),
+        jac=np.asarray(res["jac"].values if "jac" in res else np.nan, dtype=np.float64),
+    ), what=f"pm.find_MAP ({item('method', 'optimiser')})")
+    return fit
 
 
 def check_lbfgs_memory(maxcor):

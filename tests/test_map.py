@@ -89,3 +89,33 @@ def test_map_fits_compile_on_the_python_linker_unless_told_otherwise(monkeypatch
     assert type(compiled._f.maker.linker).__name__ == expected
     np.testing.assert_allclose(theta, _exact(total, 1.0), rtol=1e-5)
     np.testing.assert_allclose(values["theta"], _exact(total, 1.0), rtol=1e-5)
+
+
+def test_check_find_map_passes_a_converged_fit_and_refuses_an_early_stop():
+    import pm_perm
+    from pm_perm._map import MapFitError, check_find_map
+
+    model, total = _model()
+    with model:
+        fit = pm.find_MAP(return_inferencedata=True, progressbar=False, jitter=False)
+    # PyMC warns, and still returns the point: the check makes it an error
+    with model, pytest.warns(UserWarning, match="did not converge"):
+        stopped = pm.find_MAP(return_inferencedata=True, progressbar=False, jitter=False,
+                              maxiter=1)
+    assert pm_perm.check_find_map(fit) is fit
+    np.testing.assert_allclose(fit.posterior["theta"].values.ravel(), _exact(total, 1.0),
+                               rtol=1e-5)
+    assert pm_perm.MapFitError is MapFitError
+    with pytest.raises(MapFitError, match=r"pm.find_MAP \(L-BFGS-B\) did not converge: STOP: "
+                       r"TOTAL NO. OF ITERATIONS.*status 1, 1 iterations"):
+        check_find_map(stopped)
+
+
+def test_check_find_map_needs_the_optimizer_result():
+    from pm_perm._map import check_find_map
+
+    model, _ = _model()
+    with model, pytest.warns(FutureWarning):
+        point = pm.find_MAP(progressbar=False, jitter=False)
+    with pytest.raises(ValueError, match=r"return_inferencedata=True.*got dict"):
+        check_find_map(point)
