@@ -104,7 +104,8 @@ def plot_ppc(ppc, item_names, *, max_pairs=40):
     """Posterior predictive checks: observed (dots) vs replicated 90% intervals (bars).
 
     Panels: first-preference shares, ballot lengths, and pairwise preference shares of up to
-    ``max_pairs`` item pairs (the most frequent ones), from :func:`~pm_perm.rankings.analysis.
+    ``max_pairs`` item pairs (those with the largest observed share, labelled ``i>j`` with the
+    items numbered from 1 in ``item_names``' order), from :func:`~pm_perm.rankings.analysis.
     ppc_summary`.
     """
     plt = _plt()
@@ -116,7 +117,8 @@ def plot_ppc(ppc, item_names, *, max_pairs=40):
     panels = [("first", np.arange(M), list(item_names), "first-preference share"),
               ("lengths", np.arange(M + 1), [str(k) for k in range(M + 1)],
                "share of ballots ranking k items"),
-              ("pairwise", (pick[:, 0], pick[:, 1]), None, "share ranking i above j")]
+              ("pairwise", (pick[:, 0], pick[:, 1]), [f"{i + 1}>{j + 1}" for i, j in pick],
+               "share ranking i above j")]
     for ax, (key, idx, labels, title) in zip(axes, panels, strict=True):
         s = ppc[key]
         o, lo, hi = s["observed"][idx], s["lower"][idx], s["upper"][idx]
@@ -124,10 +126,9 @@ def plot_ppc(ppc, item_names, *, max_pairs=40):
         ax.vlines(x, lo, hi, color="0.6", lw=4, label="replicated 90%")
         ax.plot(x, o, "o", color="C3", ms=4, label="observed")
         ax.set_title(title)
-        if labels is not None:
-            ax.set_xticks(x, labels, rotation=90, fontsize=7)
-        else:
-            ax.set_xlabel(f"item pairs (the {len(o)} most frequent)")
+        ax.set_xticks(x, labels, rotation=90, fontsize=7)
+    axes[2].set_title(f"share ranking i above j ({len(pick)} largest)")
+    axes[2].set_xlabel("i>j: items numbered from 1 as in the first panel", fontsize=8)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig, axes
