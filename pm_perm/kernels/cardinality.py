@@ -124,18 +124,13 @@ def _scan(theta):
 
 
 @njit(cache=True)
-def _tilted(theta, target, n_fin, k):
-    """:func:`_tilt_into` with new arrays: ``(p, r, const, c)``."""
+def _tilted(theta, target, n_fin, k, lo, hi):
+    """:func:`_tilt_into` with new arrays: ``(p, r, const, c)``; ``n_fin``, ``lo`` and ``hi``
+    as :func:`_scan` gives them."""
     D = theta.shape[0]
     p = np.empty(D)
     r = np.empty(D)
     e = np.empty(D)
-    lo = np.inf
-    hi = -np.inf
-    for t in theta:
-        if t != -np.inf:
-            lo = min(lo, t)
-            hi = max(hi, t)
     const, c = _tilt_into(theta, target, n_fin, k, lo, hi, p, r, e)
     return p, r, const, c
 
@@ -459,12 +454,12 @@ def conditional_covariance_dot_core(theta, k, v):
     """
     D = theta.shape[0]
     out = np.zeros(D)
-    if _invalid(theta):
+    invalid, n_fin, lo, hi = _scan(theta)
+    if invalid:
         return np.full(D, np.nan)
-    n_fin = _n_finite(theta)
     if k <= 0 or k >= n_fin:
         return out  # y is deterministic given k: zero covariance
-    p, r, _, _ = _tilted(theta, float(k), n_fin, k)
+    p, r, _, _ = _tilted(theta, float(k), n_fin, k, lo, hi)
     dp = np.zeros(D)
     for d in range(D):
         if p[d] != 0.0:
@@ -574,10 +569,10 @@ def draw_conditional_bernoulli_into(rng, theta, k, y):
     ``k`` must be feasible (0 <= k <= number of finite logits); the caller checks.
     """
     D = theta.shape[0]
-    if _invalid(theta):
+    invalid, n_fin, lo, hi = _scan(theta)
+    if invalid:
         return 1
     y[:] = 0
-    n_fin = _n_finite(theta)
     if k <= 0:
         return 0
     if k >= n_fin:
@@ -585,7 +580,7 @@ def draw_conditional_bernoulli_into(rng, theta, k, y):
             if theta[d] != -np.inf:
                 y[d] = 1
         return 0
-    p, r, _, _ = _tilted(theta, float(k), n_fin, k)
+    p, r, _, _ = _tilted(theta, float(k), n_fin, k, lo, hi)
     B = max(1, int(math.ceil(math.sqrt(D))))
     ck, _ = _suffix_checkpoints(p, r, k, B)
     buf = np.zeros((B + 1, k + 1))
@@ -657,15 +652,15 @@ def log_esp_all_logspace_core(theta, K):
 @njit(cache=True)
 def _log_esp_all_tilted(theta, K):
     """Tilted all-k DP: ``(log e_j for j = 0..K, ok)``; ``ok`` is False when the guard fails."""
-    if _invalid(theta):
+    invalid, n_fin, lo, hi = _scan(theta)
+    if invalid:
         return np.full(K + 1, np.nan), True
-    n_fin = _n_finite(theta)
     top = min(K, n_fin)
     out = np.full(K + 1, -np.inf)
     out[0] = 0.0
     if top < 2:
         return out, False
-    p, r, const0, c = _tilted(theta, 0.5 * top, n_fin, np.int64(0))
+    p, r, const0, c = _tilted(theta, 0.5 * top, n_fin, np.int64(0), lo, hi)
     q = np.zeros(top + 1)
     q[0] = 1.0
     m = 0
@@ -965,6 +960,7 @@ def _log_esp_all_fft_1d(theta, K, rtol):
     top = min(K, n)
     if top == 0:
         return out, 0
+    lo, hi = float(fin.min()), float(fin.max())
     done = np.zeros(top + 1, dtype=bool)
     done[0] = True
     if top == n:
@@ -975,7 +971,7 @@ def _log_esp_all_fft_1d(theta, K, rtol):
     while not done.all():
         j0 = int(np.argmin(done))  # first uncovered count
         target = min(max(j0 + half, 0.5), n - 0.5)
-        p, r, const0, c = _tilted(fin, target, n, 0)
+        p, r, const0, c = _tilted(fin, target, n, 0, lo, hi)
         q, bound = _product_tree_pmf(p, r)
         passes += 1
         ok = q[: top + 1] >= bound / rtol

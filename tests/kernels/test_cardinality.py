@@ -205,8 +205,10 @@ def test_tilt_keeps_mode_at_k():
     # the probability-scale DP accurate.
     rng = np.random.default_rng(0)
     theta = rng.normal(size=500) * 5
+    invalid, n_fin, lo, hi = C._scan(theta)
+    assert not invalid and n_fin == 500
     for k in [1, 50, 250, 499]:
-        p, _, _, _ = C._tilted(theta, float(k), 500, k)
+        p, _, _, _ = C._tilted(theta, float(k), n_fin, k, lo, hi)
         q = stats.poisson_binom(p).pmf(k)
         assert q > 1 / (4 * math.sqrt(500))
 
@@ -240,7 +242,7 @@ def test_fft_roundoff_bound_holds():
     # against the exact positive DP on the same tilted probabilities).
     rng = np.random.default_rng(2)
     theta = rng.normal(size=4000)
-    p, r, _, _ = C._tilted(theta, 2000.0, 4000, 0)
+    p, r, _, _ = C._tilted(theta, 2000.0, 4000, 0, theta.min(), theta.max())
     q, bound = C._product_tree_pmf(p, r)
     exact = C._leaf_pmfs(p, r, 4000)[0]
     assert np.max(np.abs(q - exact)) <= bound
