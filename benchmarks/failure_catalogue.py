@@ -96,14 +96,19 @@ def _json_nan():
     raise type("null + warning", (Exception,), {})(notes[0])
 
 
-def _map_maxiter():
-    from pm_perm._map import map_path
-
+def _steep_model():
+    """A badly scaled log-posterior whose optimum one L-BFGS-B iteration cannot reach."""
     with pm.Model() as model:
         s = pm.Data("prior_sigma", 1.0)
         theta = pm.Normal("theta", 0.0, sigma=s, shape=2)
         pm.Potential("lik", -1e4 * ((theta - np.array([300.0, -2.0])) ** 2).sum())
-    return map_path(model, [1.0], maxiter=1)
+    return model
+
+
+def _map_maxiter():
+    from pm_perm._map import map_path
+
+    return map_path(_steep_model(), [1.0], maxiter=1)
 
 
 def _find_map_maxiter():
@@ -111,9 +116,7 @@ def _find_map_maxiter():
 
     import pm_perm
 
-    with pm.Model():
-        theta = pm.Normal("theta", 0.0, 1.0, shape=2)
-        pm.Potential("lik", -1e4 * ((theta - np.array([300.0, -2.0])) ** 2).sum())
+    with _steep_model():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PyMC's "did not converge" warning
             fit = pm.find_MAP(return_inferencedata=True, jitter=False, progressbar=False,

@@ -118,7 +118,7 @@ def plot_ppc(ppc, item_names, *, max_pairs=40):
               ("lengths", np.arange(M + 1), [str(k) for k in range(M + 1)],
                "share of ballots ranking k items"),
               ("pairwise", (pick[:, 0], pick[:, 1]), [f"{i + 1}>{j + 1}" for i, j in pick],
-               "share ranking i above j")]
+               f"share ranking i above j ({len(pick)} largest)")]
     for ax, (key, idx, labels, title) in zip(axes, panels, strict=True):
         s = ppc[key]
         o, lo, hi = s["observed"][idx], s["lower"][idx], s["upper"][idx]
@@ -127,7 +127,6 @@ def plot_ppc(ppc, item_names, *, max_pairs=40):
         ax.plot(x, o, "o", color="C3", ms=4, label="observed")
         ax.set_title(title)
         ax.set_xticks(x, labels, rotation=90, fontsize=7)
-    axes[2].set_title(f"share ranking i above j ({len(pick)} largest)")
     axes[2].set_xlabel("i>j: items numbered from 1 as in the first panel", fontsize=8)
     axes[0].legend(fontsize=8)
     fig.tight_layout()
