@@ -6,8 +6,9 @@ estimator) and by NUTS, and reports: recovery of theta, ArviZ diagnostics (r_hat
 held-out Hamming error of the predicted matchings (max-weight matching of ``x_test . theta``), and
 a posterior predictive check. Writes ``trace.png``, ``ppc.png`` and ``results.json`` to the output
 folder (default ``outputs/demo``). Both fits are checked: a MAP fit whose optimiser stopped early
-(``pm_perm.check_find_map``) or incomplete or non-finite draws end the demo with an error;
-divergences or r_hat above 1.01 are printed as warnings and recorded in ``results.json``.
+(``pm_perm.check_find_map``) or incomplete or non-finite draws (``pm_perm.check_draws``) end the
+demo with an error; divergences or r_hat above 1.01 are printed as warnings
+(``pm_perm.sampler_warnings``) and recorded in ``results.json``.
 
 Run: ``bash scripts/demo.sh [--out DIR] [--graphs N] [--m M] [--seed S]``.
 """
@@ -83,16 +84,16 @@ def main(argv=None):
         t0 = time.perf_counter()
         # one process per core (PyMC's default assumes hyper-threading and would use
         # cpu_count() // 2, i.e. one job on a 2-core machine)
-        idata = pm.sample(args.draws, tune=1000, chains=4, cores=min(4, os.cpu_count() or 1),
+        chains = 4
+        idata = pm.sample(args.draws, tune=1000, chains=chains, cores=min(4, os.cpu_count() or 1),
                           random_seed=args.seed, progressbar=False)
         t_nuts = time.perf_counter() - t0
         pm.sample_posterior_predictive(idata, extend_inferencedata=True,
                                        random_seed=args.seed, progressbar=False)
 
+    # incomplete or non-finite draws raise SamplingError; divergences and r_hat are reported
+    diagnostics = pm_perm.check_draws(idata, "theta", chains=chains, draws=args.draws)
     post = idata.posterior["theta"]
-    if post.sizes["draw"] < args.draws or not np.all(np.isfinite(post.values)):
-        raise SystemExit(f"NUTS returned {post.sizes['draw']} draws per chain (asked for "
-                         f"{args.draws}) or non-finite ones: no result is reported")
     mean, sd = post.mean(("chain", "draw")).values, post.std(("chain", "draw")).values
     summary = az.summary(idata, var_names=["theta"])
     print(f"\nfind_MAP ({t_map:.1f} s): theta_MAP = {np.round(theta_map, 3)}")
@@ -100,14 +101,12 @@ def main(argv=None):
           f"{idata.posterior.attrs.get('inference_library', '?')}):")
     print(summary.to_string())
     z = (mean - theta_true) / sd
-    n_div = int(idata.sample_stats["diverging"].sum())
+    n_div = diagnostics["divergences"]
     print(f"true theta = {theta_true}; z = (mean - true) / sd = {np.round(z, 2)}; "
           f"divergences = {n_div}")
-    warnings = ([f"{n_div} divergent transitions"] if n_div else []) + (
-        [f"max r_hat {summary['r_hat'].max():.3f} > 1.01: the chains have not mixed"]
-        if summary["r_hat"].max() > 1.01 else [])
+    warnings = pm_perm.sampler_warnings(diagnostics)
     for w in warnings:
-        print(f"WARNING: {w}; treat the posterior summaries with caution")
+        print(f"WARNING: {w}")
 
     # held-out matching error: mode of the model at the estimated theta
     err = {

@@ -97,7 +97,10 @@ _LAZY = {
     "expected_topk_gain": "pm_perm.ops.cardinality",
     "log_expected_topk_gain": "pm_perm.ops.cardinality",
     "check_find_map": "pm_perm._map",
+    "check_draws": "pm_perm._map",
+    "sampler_warnings": "pm_perm._map",
     "MapFitError": "pm_perm._map",
+    "SamplingError": "pm_perm._map",
 }
 __all__ = list(_LAZY)  # public name -> the module that defines it, above
 # the public names of __all__ and the subpackages (pm_perm.rankings, ...), on first access

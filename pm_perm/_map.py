@@ -36,6 +36,7 @@ __all__ = [
     "MapFitError",
     "SamplingError",
     "SamplingInterrupted",
+    "check_draws",
     "check_find_map",
     "check_lbfgs_memory",
     "check_optimum",
@@ -421,8 +422,35 @@ def checked_sample(model, *, var="theta", **kwargs):
             "sampling was interrupted (Ctrl-C); the draws so far were discarded and the model "
             "was left as it was before the call"
         )
+    return idata, check_draws(idata, var, chains=kwargs.get("chains"),
+                              draws=kwargs.get("draws", 1000))
+
+
+def check_draws(idata, var="theta", *, chains=None, draws=1000):
+    """Check the draws of ``var`` in a ``pm.sample`` result; returns their diagnostics.
+
+    Parameters
+    ----------
+    idata : xarray.DataTree
+        The result of ``pm.sample`` (any NUTS sampler).
+    var : str
+        The variable whose draws are checked and summarised.
+    chains, draws : int, optional
+        What was asked of the sampler (``chains=None``: not checked).
+
+    Returns
+    -------
+    dict
+        ``"divergences"`` (int, None without the ``diverging`` statistic), ``"max_r_hat"``
+        (float, None with one chain), ``"chains"``, ``"draws"`` (per chain); give it to
+        :func:`sampler_warnings` for what to report. Cost: one r_hat computation.
+
+    Raises
+    ------
+    SamplingError
+        Fewer chains or draws than asked for, or non-finite draws of ``var``.
+    """
     post = np.asarray(idata.posterior[var])
-    chains, draws = kwargs.get("chains"), kwargs.get("draws", 1000)
     if post.shape[1] < draws or (chains is not None and post.shape[0] < chains):
         raise SamplingError(
             f"the sampler returned {post.shape[0]} chain(s) x {post.shape[1]} draws of {var!r}, "
@@ -445,7 +473,7 @@ def checked_sample(model, *, var="theta", **kwargs):
 
         rhat = az.rhat(idata, var_names=[var])
         diagnostics["max_r_hat"] = float(np.nanmax(np.asarray(rhat[var])))
-    return idata, diagnostics
+    return diagnostics
 
 
 def sampler_warnings(diagnostics, *, r_hat_max=1.01):

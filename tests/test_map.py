@@ -119,3 +119,34 @@ def test_check_find_map_needs_the_optimizer_result():
         point = pm.find_MAP(progressbar=False, jitter=False)
     with pytest.raises(ValueError, match=r"return_inferencedata=True.*got dict"):
         check_find_map(point)
+
+
+def test_check_draws_reports_diagnostics_and_refuses_short_or_nan_draws():
+    import xarray as xr
+
+    import pm_perm
+    from pm_perm._map import SamplingError
+
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=(2, 1000, 3))  # independent draws: r_hat near 1
+    diverging = np.zeros((2, 1000), dtype=bool)
+    diverging[1, 7] = True
+
+    def idata(values):
+        return xr.DataTree.from_dict({
+            "posterior": xr.Dataset({"theta": (("chain", "draw", "f"), values)}),
+            "sample_stats": xr.Dataset({"diverging": (("chain", "draw"), diverging)})})
+
+    diagnostics = pm_perm.check_draws(idata(theta), chains=2, draws=1000)
+    assert diagnostics["chains"] == 2 and diagnostics["draws"] == 1000
+    assert diagnostics["divergences"] == 1 and diagnostics["max_r_hat"] < 1.01
+    warnings = pm_perm.sampler_warnings(diagnostics)
+    assert len(warnings) == 1 and warnings[0].startswith("1 divergent transitions")
+    assert len(pm_perm.sampler_warnings({**diagnostics, "max_r_hat": 1.2})) == 2
+    with pytest.raises(SamplingError, match="2 chain.* x 1000 draws.*fewer than the 2 x 2000"):
+        pm_perm.check_draws(idata(theta), chains=2, draws=2000)
+    with pytest.raises(SamplingError, match="fewer than the 3 x 1000"):
+        pm_perm.check_draws(idata(theta), chains=3, draws=1000)
+    theta[0, 3, 1] = np.nan
+    with pytest.raises(SamplingError, match="non-finite draws of 'theta' \\(1 values\\)"):
+        pm_perm.check_draws(idata(theta), chains=2, draws=1000)
