@@ -93,3 +93,19 @@ def test_every_guide_figure_is_made_by_a_script():
     for line in listing.splitlines():
         script = line.split("python ", 1)[1].split()[0]
         assert script == "-m" or (ROOT / script).is_file(), line
+
+
+def test_every_figure_is_shown_by_a_page():
+    """Every image under docs/, and every image make_figures.sh copies there, is shown by a page
+    (an image no page shows is kept up to date for nobody)."""
+    pages = " ".join(p.read_text() for p in (ROOT / "docs").rglob("*.md"))
+    images = [p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*")
+              if p.suffix.lower() in {".png", ".svg", ".jpg", ".jpeg", ".gif", ".webp"}
+              and "assets" not in p.relative_to(ROOT / "docs").parts]
+    copied = [pair.rsplit(":", 1)[1].rstrip("\"")
+              for pair in (ROOT / "scripts" / "make_figures.sh").read_text().split()
+              if pair.startswith("$OUT/") and ":" in pair]
+    assert copied, "make_figures.sh lists no figures: has its format changed?"
+    unshown = sorted({image for image in images + copied
+                      if image.rsplit("/", 1)[-1] + ")" not in pages})
+    assert not unshown, f"no page shows these figures (show them or stop making them): {unshown}"
