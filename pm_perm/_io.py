@@ -10,7 +10,9 @@ The rules (the promise of ``docs/guide/failures.md``):
 * every file is written atomically: into a temporary file in the same folder, flushed and
   ``fsync``-ed, then renamed over the target with :func:`os.replace`. A reader, a concurrent
   run or an interrupt sees either the old file or the complete new one, never a partial or
-  interleaved file. An interrupted write leaves no temporary file behind.
+  interleaved file. An interrupted write leaves no temporary file behind. The file gets the
+  permissions a plain ``open(path, "w")`` would give it: an existing file's mode is kept, a new
+  file's is ``0o666`` less the process's umask (not the ``0o600`` of the temporary file).
 * JSON is strict: non-finite floats (NaN, inf, which JSON cannot represent) become ``null``
   and each replacement is reported in the returned warnings (:func:`to_strict_json`).
 """
@@ -129,13 +131,34 @@ def _existing_folder(folder: Path):
     return folder if folder.is_dir() else None
 
 
+def _mode_for(path: Path) -> int:
+    """Permission bits a plain write of ``path`` would leave: an existing file's, else
+    ``0o666`` less the process's umask."""
+    with contextlib.suppress(OSError):
+        return path.stat().st_mode & 0o777
+    return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    try:  # Linux: the umask is in /proc (no process-wide change to read it)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    old = os.umask(0o022)  # elsewhere: set and restore (a brief process-wide change)
+    os.umask(old)
+    return old
+
+
 @contextlib.contextmanager
 def atomic_path(path):
     """Context manager yielding a temporary path next to ``path``; on success it replaces
     ``path`` atomically (``os.replace``), on any error (or interrupt) it is removed.
 
     The temporary file keeps ``path``'s suffix, so writers that choose a format from the
-    suffix (matplotlib, numpy) behave as with ``path`` itself.
+    suffix (matplotlib, numpy) behave as with ``path`` itself. The result has the permissions
+    of an existing ``path``, or else those of a new file (``0o666`` less the umask).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -146,6 +169,7 @@ def atomic_path(path):
         yield Path(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -81,6 +81,26 @@ def test_atomic_write_keeps_the_old_file_on_error_or_interrupt(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_atomic_write_gives_the_permissions_of_a_plain_write(tmp_path, umask):
+    """A new file gets 0o666 less the umask (not the temporary file's 0o600), as with
+    ``open(path, "w")``; an existing file keeps its mode."""
+    old = os.umask(umask)
+    try:
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")
+        new = tmp_path / "new.txt"
+        write_text(new, "x")
+        assert new.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777 == 0o666 & ~umask
+    finally:
+        os.umask(old)
+    kept = tmp_path / "kept.txt"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    write_text(kept, "new")
+    assert kept.stat().st_mode & 0o777 == 0o640 and kept.read_text() == "new"
+
+
 def test_strict_json_maps_non_finite_to_null_with_warnings(tmp_path):
     obj = {"a": float("nan"), "b": [1.0, np.inf, np.float64(-np.inf)], "c": np.arange(2),
            "d": {"e": np.float32(0.5)}}
