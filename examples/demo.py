@@ -8,7 +8,10 @@ a posterior predictive check. Writes ``trace.png``, ``ppc.png`` and ``results.js
 folder (default ``outputs/demo``). Both fits are checked: a MAP fit whose optimiser stopped early
 (``pm_perm.check_find_map``) or incomplete or non-finite draws (``pm_perm.check_draws``) end the
 demo with an error; divergences or r_hat above 1.01 are printed as warnings
-(``pm_perm.sampler_warnings``) and recorded in ``results.json``.
+(``pm_perm.sampler_warnings``) and recorded in ``results.json``. The output folder is checked
+before any work (it is created with its parents; it must be writable, and its outputs must not
+be folders); a run replaces the outputs of an earlier one, each file written atomically (a
+complete new file or the old one, never half of one).
 
 Run: ``bash scripts/demo.sh [--out DIR] [--graphs N] [--m M] [--seed S]``.
 """
@@ -16,7 +19,6 @@ Run: ``bash scripts/demo.sh [--out DIR] [--graphs N] [--m M] [--seed S]``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -30,6 +32,9 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
 import pm_perm  # noqa: E402
+from pm_perm._io import OutputPathError, check_outputs, save_figure, write_json  # noqa: E402
+
+OUTPUTS = ("trace.png", "ppc.png", "results.json")
 
 
 def simulate(rng, n_graphs, M, theta):
@@ -58,7 +63,11 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=2026)
     args = p.parse_args(argv)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:  # the folder and its parents are created; a file in the way is an error
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputPathError(f"--out {out}: cannot create this folder ({err})") from err
+    check_outputs({}, directories={"--out": (out, OUTPUTS)}, overwrite=True)
     t_start = time.perf_counter()
 
     rng = np.random.default_rng(args.seed)
@@ -132,7 +141,7 @@ def main(argv=None):
           f"{t_rep.mean():.4f} +- {t_rep.std():.4f}, posterior predictive p = {p_value:.2f}")
 
     pc = az.plot_trace_dist(idata, var_names=["theta"], backend="matplotlib")
-    pc.savefig(out / "trace.png")
+    save_figure(pc, out / "trace.png")
     plt.close("all")
     fig, ax = plt.subplots(figsize=(5, 3.2))
     ax.hist(t_rep, bins=40, color="0.7", label="replicated data")
@@ -142,7 +151,7 @@ def main(argv=None):
     ax.set_title(f"PPC, p = {p_value:.2f}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "ppc.png", dpi=120)
+    save_figure(fig, out / "ppc.png", dpi=120)
 
     results = {
         "theta_true": theta_true.tolist(), "theta_map": theta_map.tolist(),
@@ -153,7 +162,8 @@ def main(argv=None):
         "ppc_p_value": p_value,
         "seconds": {"find_map": t_map, "nuts": t_nuts, "total": time.perf_counter() - t_start},
     }
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    for problem in write_json(out / "results.json", results):
+        print(f"warning: results.json: {problem}")
     print(f"wrote {out}/trace.png, {out}/ppc.png, {out}/results.json "
           f"({results['seconds']['total']:.0f} s in all)")
     return results
