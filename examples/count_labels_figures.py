@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 import xarray as xr  # noqa: E402
 
+from pm_perm._io import save_figure  # noqa: E402
 from pm_perm.distributions.cardinality import NChooseK  # noqa: E402
 
 
@@ -51,8 +52,8 @@ def main(argv=None):
                                        progressbar=False)
     print(az.summary(idata, var_names=["theta", "count_probs"], kind="all"))
 
-    az.plot_forest(idata, var_names=["count_probs"], backend="matplotlib").savefig(
-        out / "count_labels_count_probs.png")
+    save_figure(az.plot_forest(idata, var_names=["count_probs"], backend="matplotlib"),
+                out / "count_labels_count_probs.png")
 
     def n_labels(y):
         return y.sum("item")
@@ -61,7 +62,8 @@ def main(argv=None):
         "posterior_predictive": xr.Dataset({"n_labels": n_labels(idata.posterior_predictive["y"])}),
         "observed_data": xr.Dataset({"n_labels": n_labels(idata.observed_data["y"])}),
     })
-    az.plot_ppc_rootogram(dt, backend="matplotlib").savefig(out / "count_labels_ppc_counts.png")
+    save_figure(az.plot_ppc_rootogram(dt, backend="matplotlib"),
+                out / "count_labels_ppc_counts.png")
     print(f"wrote {out}/count_labels_count_probs.png and {out}/count_labels_ppc_counts.png")
 
 

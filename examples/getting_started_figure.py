@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
 import pm_perm  # noqa: E402
+from pm_perm._io import save_figure  # noqa: E402
 from pm_perm.matching.model import posterior_matching_marginals  # noqa: E402
 
 
@@ -61,7 +62,7 @@ def main(argv=None):
             title="posterior P(y[i] = j), new pair")
     fig.colorbar(im, ax=ax1, fraction=0.046)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     print(f"wrote {out}")
 
 

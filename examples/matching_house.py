@@ -36,7 +36,6 @@ Writes ``results.json`` and ``error_by_gap.png`` to ``--out``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -50,6 +49,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from pm_perm._io import save_figure, write_json  # noqa: E402
 from pm_perm.matching import (  # noqa: E402
     baseline_prior_mean,
     edge_features,
@@ -134,7 +134,7 @@ def plot(rows, path):
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -164,7 +164,8 @@ def main(argv=None):
     rows = [run_gap(args.data, scf, gap, args, points) for gap in args.gaps]
     plot(rows, out / "error_by_gap.png")
     result = {"args": vars(args), "rows": rows, "seconds_total": time.perf_counter() - t_start}
-    (out / "results.json").write_text(json.dumps(result, indent=1))
+    for problem in write_json(out / "results.json", result):
+        print(f"warning: {out}/results.json: {problem}")
     beats = [r["gap"] for r in rows if r["map_beats_no_learning"]]
     ties = [r["gap"] for r in rows if r["map"] == r["no_learning"]]
     worse = [r["gap"] for r in rows if not r["map_at_most_no_learning"]]

@@ -43,7 +43,6 @@ to ``--out`` (``--nuts-pairs 0`` runs the curves only and leaves ``nuts.json`` a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from pathlib import Path
@@ -58,6 +57,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from pm_perm._io import save_figure, write_json  # noqa: E402
 from pm_perm.matching import (  # noqa: E402
     calibration_table,
     edge_features,
@@ -153,7 +153,7 @@ def plot_curves(curves, path):
     np.atleast_1d(axes)[0].set_ylabel("test Hamming error (500 pairs)")
     np.atleast_1d(axes)[0].legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -182,7 +182,7 @@ def plot_marginals(pa, pb, P, y_true, path):
     if len(wrong):
         ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.0), frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -268,10 +268,12 @@ def main(argv=None):
         result["curves"][name] = learning_curve(splits, args.sizes, name == "sc+pos", args)
     plot_curves(result["curves"], out / "hamming_vs_pairs.png")
     result["seconds_curves"] = time.perf_counter() - t_start
-    (out / "results.json").write_text(json.dumps(result, indent=1))
+    for problem in write_json(out / "results.json", result):
+        print(f"warning: {out}/results.json: {problem}")
     if args.nuts_pairs:
         nuts = run_nuts(splits, args)
-        (out / "nuts.json").write_text(json.dumps(nuts, indent=1))
+        for problem in write_json(out / "nuts.json", nuts):
+            print(f"warning: {out}/nuts.json: {problem}")
         print(f"NUTS: r_hat max {nuts['rhat_max']:.4f}, ESS bulk min {nuts['ess_bulk_min']:.0f}, "
               f"tail min {nuts['ess_tail_min']:.0f}, divergences {nuts['divergences']}, "
               f"{nuts['seconds_nuts']:.0f} s; posterior Bayes Hamming "

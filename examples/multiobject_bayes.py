@@ -34,6 +34,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 import xarray as xr  # noqa: E402
 
+from pm_perm._io import save_figure, write_json  # noqa: E402
 from pm_perm.classification.models import MapFitter, logistic_model  # noqa: E402
 from pm_perm.datasets.embedded_digits import (  # noqa: E402
     MAX_COUNT,
@@ -124,17 +125,18 @@ def main(argv=None):
         ppc[kind] = idata
         print(kind, json.dumps(res))
         if kind == "nchoosek":
-            az.plot_forest(idata, var_names=["count_probs"], backend="matplotlib").savefig(
-                out / "count_probs.png")
+            save_figure(az.plot_forest(idata, var_names=["count_probs"], backend="matplotlib"),
+                        out / "count_probs.png")
     dt = xr.DataTree.from_dict({
         "posterior_predictive": xr.Dataset({
             f"n_labels_{k}": v.posterior_predictive["y"].sum("digit") for k, v in ppc.items()}),
         "observed_data": xr.Dataset({
             f"n_labels_{k}": v.observed_data["y"].sum("digit") for k, v in ppc.items()}),
     })
-    az.plot_ppc_rootogram(dt, backend="matplotlib").savefig(out / "ppc_counts.png")
+    save_figure(az.plot_ppc_rootogram(dt, backend="matplotlib"), out / "ppc_counts.png")
     results["seconds_total"] = time.perf_counter() - t0
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    for problem in write_json(out / "results.json", results):
+        print(f"warning: {out}/results.json: {problem}")
     print(json.dumps(results, indent=2))
 
 

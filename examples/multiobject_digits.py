@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.special import expit, softmax  # noqa: E402
 
+from pm_perm._io import save_figure, write_json  # noqa: E402
 from pm_perm.classification.metrics import (  # noqa: E402
     bernoulli_nll,
     nchoosek_nll,
@@ -97,7 +98,7 @@ def figure1(test, F_test, fits, out, n_show=4):
     axes[1, 0].set_ylabel("p(k | image)")
     axes[1, 0].legend(fontsize=8, loc="upper right")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    save_figure(fig, out, dpi=110)
     plt.close(fig)
 
 
@@ -142,7 +143,8 @@ def main(argv=None):
         print(name, results["models"][name])
     figure1(data[2], F[2], fits, out / "fig1_count_distributions.png")
     results["seconds_total"] = time.perf_counter() - t0
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    for problem in write_json(out / "results.json", results):
+        print(f"warning: {out}/results.json: {problem}")
     print(json.dumps(results, indent=2))
 
 

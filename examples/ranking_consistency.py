@@ -51,6 +51,7 @@ import pytensor  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 from scipy.optimize import linear_sum_assignment, minimize  # noqa: E402
 
+from pm_perm._io import save_figure, write_json  # noqa: E402
 from pm_perm.ranking.data import load_mq2008_fold  # noqa: E402
 from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
 from pm_perm.ranking.rankmatch import (  # noqa: E402
@@ -191,8 +192,8 @@ def run(folds, sizes, repeats, data_root=None, seed=0, partial=None):
                                  "seconds": time.perf_counter() - t0}
                 rows.append(row)
                 if partial:  # progress, in case the run is stopped
-                    with open(partial, "w") as fh:
-                        json.dump(rows, fh)
+                    for problem in write_json(partial, rows):
+                        print(f"warning: {partial}: {problem}")
                 print(f"fold {fold} repeat {rep} n={n_eff:>3} ({row['n_subsets']} subsets): "
                       f"NDCG@1 MAP {row['MAP']['ndcg@1']:.4f} (sigma {row['MAP']['sigma']}, "
                       f"{row['MAP']['seconds']:.0f} s) | max-margin "
@@ -254,7 +255,7 @@ def plot(summary, folds, path):
            title="paired difference (same fold, queries, subsets), mean ± 1 s.e.")
     bx.title.set_fontsize(9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
@@ -280,9 +281,10 @@ def main(argv=None):
                    partial=args.out + ".partial.json")
     summary = summarise(rows, set(args.sizes))
     plot(summary, args.folds, args.out + ".png")
-    with open(args.out + ".json", "w") as fh:
-        json.dump({"folds": args.folds, "rows": rows,
-                   "summary": {str(k): v for k, v in summary.items()}}, fh, indent=2)
+    result = {"folds": args.folds, "rows": rows,
+              "summary": {str(k): v for k, v in summary.items()}}
+    for problem in write_json(args.out + ".json", result):
+        print(f"warning: {args.out}.json: {problem}")
     print("\n| training queries | runs | MAP NDCG@1 | max-margin NDCG@1 | paired difference "
           "(± s.e.) | runs MAP / max-margin better |\n|---|---|---|---|---|---|")
     for n, s in summary.items():

@@ -18,13 +18,13 @@ Data: Qin & Liu (2013), "Introducing LETOR 4.0 Datasets", arXiv:1306.2597.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from pm_perm._io import write_json  # noqa: E402
 from pm_perm.ranking.cli import fit_and_evaluate  # noqa: E402
 from pm_perm.ranking.data import load_mq2008_fold  # noqa: E402
 from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
@@ -95,8 +95,8 @@ def main(argv=None):
     print()
     print(summary_table(rows, args.folds))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+        for problem in write_json(args.json, rows):
+            print(f"warning: {args.json}: {problem}")
 
 
 if __name__ == "__main__":

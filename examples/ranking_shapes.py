@@ -29,6 +29,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from pm_perm._io import save_figure  # noqa: E402
 from pm_perm.ranking.data import load_mq2008_fold  # noqa: E402
 from pm_perm.ranking.features import HingeBasis  # noqa: E402
 from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
@@ -78,7 +79,7 @@ def main(argv=None):
         title=f"MQ2008 fold {args.fold}: posterior shape functions of the additive ordinal "
               f"ranker (prior scale {ranker.prior_sigma_})")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    fig.savefig(args.out, dpi=110)
+    save_figure(fig, args.out, dpi=110)
     print(f"features plotted (1-based): {[f + 1 for f in chosen]}; figure: {args.out}")
     print(f"total wall time {time.perf_counter() - t0:.0f} s")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pm_perm._io import save_figure
 from pm_perm.rankings import analysis, models, plots
 from pm_perm.rankings.data import read_preflib
 
@@ -79,12 +80,12 @@ def main(argv=None):
         report[f"ppc_{label}_share_outside_90"] = outside
         print(f"PPC ({label}): share of statistics outside the 90% band {outside}")
         fig, _ = plots.plot_ppc(ppc, names)
-        fig.savefig(out / f"rankings_meath_ppc_{label}.png", dpi=100)
+        save_figure(fig, out / f"rankings_meath_ppc_{label}.png", dpi=100)
     fig, _ = plots.plot_position_heatmap(marg, names, title="Meath 2002: P(candidate at "
                                          "position), full model")
-    fig.savefig(out / "rankings_meath_positions.png", dpi=100)
+    save_figure(fig, out / "rankings_meath_positions.png", dpi=100)
     fig, _ = plots.plot_bloc_profiles(profiles, w, names)
-    fig.savefig(out / "rankings_meath_blocs.png", dpi=100)
+    save_figure(fig, out / "rankings_meath_blocs.png", dpi=100)
     print(json.dumps(report, indent=1))
     return 0
 

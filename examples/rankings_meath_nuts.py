@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pm_perm._io import atomic_path, save_figure
 from pm_perm.rankings import analysis, models, plots
 from pm_perm.rankings.data import read_preflib
 
@@ -45,7 +46,8 @@ def _posterior(args, rm):
                                 seed=args.seed, cores=2)
         secs = time.perf_counter() - t0
         if args.save:
-            idata.to_netcdf(args.save)
+            with atomic_path(args.save) as tmp:
+                idata.to_netcdf(tmp)
     summ = az.summary(idata, var_names=["W", "tau"], kind="diagnostics")
     st = idata["sample_stats"]
     diag = {"seconds": secs, "chains": int(st.sizes["chain"]), "draws": int(st.sizes["draw"]),
@@ -115,11 +117,11 @@ def main(argv=None):
         for k, v in ppc.items()}
     print("PPC share outside the 90% band:", report["ppc_share_outside_90"])
     fig, _ = plots.plot_ppc(ppc, names)
-    fig.savefig(out / "rankings_meath_nuts_ppc.png", dpi=100)
+    save_figure(fig, out / "rankings_meath_nuts_ppc.png", dpi=100)
     # "Johnny Brady F.F." -> "Brady F.F."
     short = [n.split(" ", 1)[1] if " " in n else n for n in names]
     fig, _ = plots.plot_consensus(consensus, short, max_items=None)
-    fig.savefig(out / "rankings_meath_nuts_consensus.png", dpi=100, bbox_inches="tight")
+    save_figure(fig, out / "rankings_meath_nuts_consensus.png", dpi=100, bbox_inches="tight")
     print(json.dumps(report, indent=1))
     return 0
 

@@ -21,12 +21,12 @@ Writes ``outputs/topk/<dataset>/results.json``. Run::
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
+from pm_perm._io import write_json
 from pm_perm.classification.metrics import topk_accuracy
 from pm_perm.classification.models import MapFitter, logistic_model, topk_gain_model
 from pm_perm.datasets.caltech_silhouettes import load_caltech101_silhouettes
@@ -106,7 +106,8 @@ def main(argv=None):
     results = {"dataset": args.dataset, "seed": args.seed, "classes": D,
                "n": [len(tr[1]), len(va[1]), len(te[1])], "grids": grid, "path": path,
                "tables": tables, "seconds_total": time.perf_counter() - t0}
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    for problem in write_json(out / "results.json", results):
+        print(f"warning: {out}/results.json: {problem}")
     print(f"total {results['seconds_total']:.0f} s -> {out / 'results.json'}")
 
 
