@@ -123,6 +123,7 @@ class LinearRanker:
             raise ValueError(f"prior_sigmas must be positive numbers, got {prior_sigmas!r}")
         self.validation_ = {}
         self.timings_ = {}
+        self._map = None  # (scale, standardised MAP) on the current split: fit_nuts' whitening
 
     def _build(self, train):
         raise NotImplementedError
@@ -150,6 +151,7 @@ class LinearRanker:
         self.prior_sigma_, self._theta_std, _, self.map_results_ = map_path(
             self.model_, self.prior_sigmas, None if valid is None else score,
             maxcor=self.lbfgs_memory)
+        self._map = (self.prior_sigma_, self._theta_std)
         self.theta_ = self.scaling_.to_raw(self._theta_std)
         self.diagnostics_ = {}
         self.idata_ = None
@@ -175,6 +177,7 @@ class LinearRanker:
         """
         if getattr(self, "_train", None) is not train:
             self._build(train)
+            self._map = None  # a MAP of another split
         sigma = float(prior_sigma or getattr(self, "prior_sigma_", self.prior_sigmas[0]))
         t0 = time.perf_counter()
         with self.model_:
@@ -197,11 +200,14 @@ class LinearRanker:
         return self
 
     def _whitening(self, sigma):
-        """(MAP, L) at scale ``sigma``, L L^T the inverse Hessian of -log posterior there."""
-        if getattr(self, "prior_sigma_", None) == sigma and hasattr(self, "_theta_std"):
-            loc = self._theta_std
+        """(MAP, L) at scale ``sigma``, L L^T the inverse Hessian of -log posterior there: the
+        MAP of :meth:`fit_map` when it was fitted on this split at this scale, else a new one
+        (not a posterior mean a previous :meth:`fit_nuts` left in ``theta_``)."""
+        if self._map is not None and self._map[0] == sigma:
+            loc = self._map[1]
         else:
             _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory)
+            self._map = (sigma, loc)
         return laplace_whitening(self.model_, loc)
 
     def decision_function(self, X, *, draws=False):

@@ -43,3 +43,38 @@ def test_hinge_trained_ranker_names_the_fix_for_raw_features():
     with pytest.raises(ValueError, match="pass basis.transform"):
         ranker.decision_function(split.X)
     assert ranker.decision_function(basis.transform(split.X)).shape == (48,)
+
+
+def test_fit_nuts_whitens_at_the_map_of_its_own_split(monkeypatch):
+    """The whitening's centre is fit_map's MAP on the same split and scale, never the posterior
+    mean of an earlier fit_nuts, nor the MAP of another split (no sampling here: the sampler
+    is stopped once the whitened model is built)."""
+    import pm_perm.ranking._scoring as scoring
+
+    class Stop(Exception):
+        pass
+
+    centres = []
+    real = scoring.laplace_whitening
+
+    def record(model, loc):
+        centres.append(np.array(loc))
+        return real(model, loc)
+
+    def stop(*args, **kwargs):
+        raise Stop
+
+    monkeypatch.setattr(scoring, "laplace_whitening", record)
+    monkeypatch.setattr(scoring, "checked_sample", stop)
+    a, b = _split(0), _split(1)
+    ranker = OrdinalRanker(prior_sigmas=(3.0,)).fit_map(a)
+    map_a = ranker._theta_std.copy()
+    ranker._theta_std = map_a + 1.0  # as a fit_nuts leaves it: the posterior mean
+    with pytest.raises(Stop):
+        ranker.fit_nuts(a)
+    np.testing.assert_array_equal(centres[-1], map_a)
+    with pytest.raises(Stop):
+        ranker.fit_nuts(b)
+    map_b = OrdinalRanker(prior_sigmas=(3.0,)).fit_map(b)._theta_std
+    np.testing.assert_allclose(centres[-1], map_b, rtol=1e-5, atol=1e-6)
+    assert np.abs(map_b - map_a).max() > 0.05  # the two splits' MAPs differ
