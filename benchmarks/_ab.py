@@ -8,6 +8,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from pm_perm._io import write_text
+
 
 def load_old(commit, module):
     """The module ``pm_perm/kernels/<module>.py`` as it was at ``commit`` (``git show``), imported
@@ -19,7 +21,7 @@ def load_old(commit, module):
                       "from numba import njit as _njit\n\n\n"
                       "def njit(*args, cache=False, **kwargs):\n    return _njit(*args, **kwargs)")
     path = Path(tempfile.mkdtemp(prefix="pm_perm_ab_")) / f"old_{module}.py"
-    path.write_text(src)
+    write_text(path, src)
     spec = importlib.util.spec_from_file_location(f"old_{module}", path)
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)

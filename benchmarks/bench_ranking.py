@@ -28,15 +28,18 @@ including the validation search (so RankMatch and ordinal are five MAP fits each
 boosting runs). Queries without a relevant document count as 0; ties are broken pessimistically.
 The published LETOR 4.0 baselines are printed below for reference. Needs
 ``../shared/data/MQ2008_LETOR4`` (or ``--data-root``).
+The ``--json`` path is checked before any work (its folder is created if missing; it may
+replace an older result file, never an MQ2008 data file) and written atomically as strict
+JSON (non-finite values as null, with a warning).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
@@ -46,6 +49,9 @@ import numpy as np  # noqa: E402
 from pm_perm.ranking.cli import fit_and_evaluate  # noqa: E402
 from pm_perm.ranking.data import load_mq2008_fold  # noqa: E402
 from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _outputs import check_output, mq2008_inputs, write_result  # noqa: E402
 
 MODELS = ("rankmatch", "ordinal", "ridge", "lightgbm")
 NAMES = {
@@ -63,6 +69,7 @@ PUBLISHED = {
 }
 LGBM_GRID = [(leaves, child) for leaves in (7, 15, 31) for child in (20, 50)]
 LGBM_TREES = tuple(range(25, 501, 25))
+
 
 
 def fit_lightgbm(train, valid, test, seed=0):
@@ -161,6 +168,7 @@ def main(argv=None):
                    help="L-BFGS-B memory of the RankMatch and ordinal MAP fits; several values "
                    "run each model once per value, side by side (default 10)")
     args = p.parse_args(argv)
+    check_output(p, "--json", args.json, mq2008_inputs(args.data_root))
     models = list(args.models)
     if "lightgbm" in models:
         try:
@@ -176,9 +184,7 @@ def main(argv=None):
     print(table(rows, args.folds))
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+        write_result(args.json, rows)
 
 
 if __name__ == "__main__":

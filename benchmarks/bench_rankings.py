@@ -19,13 +19,16 @@ Run::
         --files ../shared/data/preflib/apa/*.soi ../shared/data/preflib/irish/*.soi \\
         --out outputs/bench_rankings.json
 
-Results are appended to the JSON after every fit, so an interrupted run keeps what finished.
+The ``--out`` path is checked before the first fit (its folder is created if missing; it may
+replace an older result file, never one of the ``--files`` or the ``--speed`` file). The JSON
+(strict: non-finite values written as null, with a warning) is rewritten after every fit,
+atomically, so an interrupted run keeps what finished and never leaves a partial file.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
 from pathlib import Path
 
@@ -33,6 +36,10 @@ import numpy as np
 
 from pm_perm.rankings import models as rmod
 from pm_perm.rankings.data import read_preflib
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _outputs import check_output  # noqa: E402
+from _outputs import write_result as checkpoint  # noqa: E402
 
 
 def folds_over_ballots(data, n_folds, seed):
@@ -100,7 +107,7 @@ def run_accuracy(files, n_folds, max_k, seed, out, results):
                 entry["folds"].setdefault(label, []).append({"loglik": value, "seconds": secs})
                 print(f"{name} fold {f} {label:>14}: {value:.4f} per ballot ({secs:.1f} s)",
                       flush=True)
-                out.write_text(json.dumps(results, indent=1))
+                checkpoint(out, results)
     return results
 
 
@@ -113,7 +120,7 @@ def run_speed(path, nuts, chains, draws, seed, results, out):
     speed["mixture_K3_map_iterations"] = point["_optimizer"]["n_iterations"]
     speed["mixture_K3_weights"] = np.asarray(point["mixture_weights"]).tolist()
     print(f"K=3 mixture MAP on {path}: {speed['mixture_K3_map_seconds']:.1f} s", flush=True)
-    out.write_text(json.dumps(results, indent=1))
+    checkpoint(out, results)
     if nuts:
         import arviz as az
 
@@ -128,7 +135,7 @@ def run_speed(path, nuts, chains, draws, seed, results, out):
             "min_ess_bulk": float(np.nanmin(summ["ess_bulk"])),
             "divergences": int(idata["sample_stats"]["diverging"].values.sum())}
         print(f"NUTS full model: {speed['nuts_full']}", flush=True)
-        out.write_text(json.dumps(results, indent=1))
+        checkpoint(out, results)
 
 
 def summarise(results):
@@ -158,7 +165,7 @@ def main(argv=None):
     p.add_argument("--out", default="outputs/bench_rankings.json")
     args = p.parse_args(argv)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    check_output(p, "--out", out, [*args.files, args.speed])  # before the first fit
     results = {}
     if args.files:
         run_accuracy(args.files, args.folds, args.max_k, args.seed, out, results)

@@ -52,9 +52,13 @@ def pytest_runtest_protocol(item, nextitem):
 def _write() -> None:
     if not _rows:
         return
+    from pm_perm._io import write_json  # at exit: the plugin itself does not import pm_perm
+
     out = Path(os.environ.get("CPU_OUT", "outputs/cpu_by_test"))
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{os.getpid()}.json").write_text(json.dumps(_rows))
+    path = out / f"{os.getpid()}.json"
+    for problem in write_json(path, _rows):  # atomically: a reader never sees half a file
+        print(f"cpu_by_test: warning: {path}: {problem}", file=sys.stderr)
 
 
 atexit.register(_write)

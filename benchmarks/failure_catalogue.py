@@ -1,16 +1,20 @@
 """The catalogue of bad inputs and what the user sees, produced by running each case.
 
-``python benchmarks/failure_catalogue.py > docs/guide/failures.md`` regenerates the docs page
-from real runs; ``tests/test_failure_catalogue.py`` runs the same cases and checks each outcome
+``.venv/bin/python benchmarks/failure_catalogue.py --out docs/guide/failures.md`` regenerates the
+docs page from real runs (the path is checked before the cases run, and the page is written
+atomically: a failed or interrupted run leaves the old page; without ``--out`` the page is
+printed); ``tests/test_failure_catalogue.py`` runs the same cases and checks each outcome
 against the ``expect`` column, so the page cannot drift from the code.
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import io
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -70,9 +74,9 @@ def _letor(name, first_line=None):
                                                         enumerate(x)))
     if first_line is not None:
         lines[0] = first_line
-    path = _tmp() / name
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
+    from pm_perm._io import write_text
+
+    return write_text(_tmp() / name, "\n".join(lines) + "\n")
 
 
 def _cli(*args):
@@ -394,5 +398,24 @@ def render():
     return "\n".join(lines) + "\n"
 
 
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", metavar="PATH",
+                   help="write the page to PATH (e.g. docs/guide/failures.md), atomically; "
+                   "default: print it")
+    args = p.parse_args(argv)
+    from pm_perm._io import write_text
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _outputs import check_output
+
+    check_output(p, "--out", args.out)  # before the cases run
+    page = render()
+    if args.out:
+        write_text(args.out, page)
+    else:
+        print(page, end="")
+
+
 if __name__ == "__main__":
-    print(render(), end="")
+    main()

@@ -11,6 +11,10 @@ Run::
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/letor_baselines.py \
         --folds 1 2 3 4 5 --json outputs/letor_baselines.json
 
+The ``--json`` path is checked before any work (its folder is created if missing; it may
+replace an older result file, never an MQ2008 data file) and written atomically as strict
+JSON (non-finite values as null, with a warning).
+
 Algorithms (every setting chosen on the fold's validation split by NDCG@5, as everywhere else):
 
 * **AdaRank** (Xu & Li, SIGIR 2007, Fig. 1): weak rankers are single features; round ``t``
@@ -42,9 +46,10 @@ few features, so both tie often and the two rules differ for them; the dense lin
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
@@ -52,6 +57,9 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from pm_perm.ranking.metrics import ndcg_at_k  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _outputs import check_output, mq2008_inputs, write_result  # noqa: E402
 
 # LETOR 4.0 official baselines on MQ2008, mean of 5 folds (../shared/data/README.md)
 PUBLISHED = {
@@ -386,6 +394,7 @@ def report(folds_out, models, reference="ordinal"):
     return "\n".join(lines)
 
 
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
@@ -397,6 +406,9 @@ def main(argv=None):
     p.add_argument("--adarank-sensitivity", action="store_true",
                    help="instead: AdaRank's test figures under other training measures")
     args = p.parse_args(argv)
+    # --json is written by the main comparison only (not by --adarank-sensitivity)
+    check_output(p, "--json", None if args.adarank_sensitivity else args.json,
+                 mq2008_inputs(args.data_root))
     t0 = time.perf_counter()
     if args.adarank_sensitivity:
         out = adarank_sensitivity(args.folds, args.data_root, args.seed)
@@ -411,9 +423,7 @@ def main(argv=None):
     print(report(folds_out, args.models))
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump({"folds": args.folds, "results": folds_out}, fh)
+        write_result(args.json, {"folds": args.folds, "results": folds_out})
 
 
 if __name__ == "__main__":

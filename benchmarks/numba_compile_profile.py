@@ -71,7 +71,13 @@ def _install() -> None:
         out.mkdir(parents=True, exist_ok=True)
         data = {k: [_exclusive[k], _count[k]] for k in _exclusive}
         data["__tests__"] = dict(_by_test)
-        (out / f"{os.getpid()}.json").write_text(json.dumps(data))
+        path = out / f"{os.getpid()}.json"
+        # imported here, after the profile is taken: the plugin loads before the tests and
+        # must not import pm_perm (nor count what that import may compile)
+        from pm_perm._io import write_json
+
+        for problem in write_json(path, data):  # atomically: a reader never sees half a file
+            print(f"numba_compile_profile: warning: {path}: {problem}", file=sys.stderr)
 
 
 def _origin(name: str) -> str:

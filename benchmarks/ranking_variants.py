@@ -6,6 +6,10 @@ Run (all five folds, one process; about 23 minutes measured on the shared 2-core
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/ranking_variants.py \
         --folds 1 2 3 4 5 --json outputs/ranking_variants.json
 
+The ``--json`` path is checked before any work (its folder is created if missing; it may
+replace an older result file, never an MQ2008 data file) and written atomically as strict
+JSON (non-finite values as null, with a warning).
+
 ``--variants ordinal-scan`` is a diagnostic, not a method: the ordinal ranker at every scale of
 the fine grid, and the best five-fold test mean over the grid for each metric, i.e. the scale
 chosen on the TEST split in hindsight. It bounds what any rule for choosing one isotropic scale
@@ -80,9 +84,10 @@ Variants (``--variants``, default all but the ``ordinal-scan`` diagnostic):
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
@@ -100,6 +105,9 @@ from pm_perm.ranking.features import HingeBasis  # noqa: E402
 from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
 from pm_perm.ranking.ordinal import OrdinalRanker, ordinal_model, pad_queries  # noqa: E402
 from pm_perm.ranking.rankmatch import RankMatch, rankmatch_model, sample_subsets  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _outputs import check_output, mq2008_inputs, write_result  # noqa: E402
 
 ORD_GRID = np.geomspace(0.03, 100, 22)
 RM_GRID = np.geomspace(0.03, 30, 13)
@@ -375,6 +383,7 @@ def table(rows, folds):
     return "\n".join(out)
 
 
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
@@ -383,6 +392,7 @@ def main(argv=None):
     p.add_argument("--data-root")
     p.add_argument("--json", help="write per-fold rows as JSON")
     args = p.parse_args(argv)
+    check_output(p, "--json", args.json, mq2008_inputs(args.data_root))
     t0 = time.perf_counter()
     rows = []
     for fold in args.folds:
@@ -391,9 +401,7 @@ def main(argv=None):
     print(table(rows, args.folds))
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
     if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=2)
+        write_result(args.json, rows)
 
 
 if __name__ == "__main__":

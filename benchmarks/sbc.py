@@ -22,13 +22,15 @@ Models (small, so that hundreds of replications run in minutes):
   items (probabilities 0.3, 0.3, 0.4), exact partial-order likelihood.
 
 Run: ``.venv/bin/python benchmarks/sbc.py --models matching ranking nchoosek ordinal --reps 200``
-(``--out DIR`` for the figures and a JSON of ranks and p-values).
+(``--out DIR`` for the figures and a JSON of ranks and p-values). The output folder is checked
+before any work (created with its parents if missing; a file in the way, or an output that is a
+folder, is refused); a run replaces an earlier run's outputs, each written atomically.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
 from pathlib import Path
 
@@ -38,6 +40,10 @@ import pytensor.tensor as pt
 from scipy import stats
 
 from pm_perm import PermutationExpFamily, edge_logits
+from pm_perm._io import OutputPathError, check_outputs, save_figure
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _outputs import write_result  # noqa: E402
 
 
 def _matching(rng):
@@ -207,7 +213,15 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    outputs = [f"sbc_{name}.png" for name in dict.fromkeys(args.models)] + ["sbc.json"]
+    try:  # before any work: the folder and its parents are created; a file in the way is an error
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        p.error(f"--out {out}: cannot create this folder ({err})")
+    try:
+        check_outputs({}, directories={"--out": (out, outputs)}, overwrite=True)
+    except OutputPathError as err:
+        p.error(str(err))
     import matplotlib
 
     matplotlib.use("Agg")
@@ -236,9 +250,9 @@ def main(argv=None):
         fig.suptitle(f"SBC rank histograms: {name} ({args.reps} replications; band: 99% "
                      "binomial interval per bin)", fontsize=9)
         fig.tight_layout()
-        fig.savefig(out / f"sbc_{name}.png", dpi=110)
+        save_figure(fig, out / f"sbc_{name}.png", dpi=110)
         plt.close(fig)
-    (out / "sbc.json").write_text(json.dumps(results))
+    write_result(out / "sbc.json", results)
     print(f"\nwrote {out}/sbc_*.png and {out}/sbc.json")
 
 

@@ -1,8 +1,9 @@
-"""The example scripts write their outputs as the package does: atomically, through pm_perm._io.
+"""The example and benchmark scripts write their outputs as the package does: atomically,
+through pm_perm._io.
 
 A figure or JSON file written in place is left half written by an interrupt or a full disk, after
-runs of minutes to hours; ``pm_perm._io.save_figure``, ``write_json`` and ``atomic_path`` leave
-the old file or the complete new one.
+runs of minutes to hours; ``pm_perm._io.save_figure``, ``write_json``, ``write_text`` and
+``atomic_path`` leave the old file or the complete new one.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+BENCHMARKS = sorted((ROOT / "benchmarks").glob("*.py"))
+SCRIPTS = EXAMPLES + BENCHMARKS
 
 IN_PLACE = {
     r"(?<!def )\bsavefig\(": "fig.savefig(path) -> save_figure(fig, path)",
@@ -29,9 +32,13 @@ def test_there_are_examples():
     assert len(EXAMPLES) >= 10
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_there_are_benchmarks():
+    assert len(BENCHMARKS) >= 20
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_outputs_are_written_atomically(path):
-    problems = [f"{path.name}:{n}: {line.strip()}  ({fix})"
+    problems = [f"{path.parent.name}/{path.name}:{n}: {line.strip()}  ({fix})"
                 for n, line in enumerate(path.read_text().splitlines(), 1)
                 for pattern, fix in IN_PLACE.items() if re.search(pattern, line)]
     assert not problems, "outputs written in place:\n" + "\n".join(problems)
@@ -46,3 +53,28 @@ def test_the_check_sees_writes_in_place():
     for line in ['save_figure(fig, out / "a.png", dpi=100)', "write_json(path, rows)",
                  "idata.to_netcdf(tmp)", "with open(args.replot) as fh:"]:
         assert not any(re.search(p, line) for p in IN_PLACE), line
+
+
+def test_benchmark_outputs_are_checked_before_work(tmp_path, capsys):
+    """benchmarks/_outputs.check_output: missing folders are created, an older result may be
+    replaced, an input file or a folder never (exit status 2 with one line naming the option)."""
+    import argparse
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_outputs", ROOT / "benchmarks" / "_outputs.py")
+    outputs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(outputs)
+    parser = argparse.ArgumentParser(prog="bench")
+    target = tmp_path / "a" / "b" / "result.json"
+    outputs.check_output(parser, "--json", target)
+    assert target.parent.is_dir() and not target.exists()
+    outputs.write_result(target, {"x": [1.0, float("nan")]})
+    assert "null" in target.read_text() and "warning" in capsys.readouterr().out
+    outputs.check_output(parser, "--json", target)  # an older result: may be replaced
+    data = tmp_path / "data.txt"
+    data.write_text("input\n")
+    for bad, inputs in ((data, [data]), (tmp_path, [])):
+        with pytest.raises(SystemExit) as stop:
+            outputs.check_output(parser, "--json", bad, inputs)
+        assert stop.value.code == 2 and "--json" in capsys.readouterr().err
+    assert data.read_text() == "input\n"

@@ -29,5 +29,5 @@ def test_docs_page_is_current():
     page = (_ROOT / "docs" / "guide" / "failures.md").read_text()
     assert page == catalogue.render(), (
         "docs/guide/failures.md is out of date: "
-        "run .venv/bin/python benchmarks/failure_catalogue.py > docs/guide/failures.md"
+        "run .venv/bin/python benchmarks/failure_catalogue.py --out docs/guide/failures.md"
     )
