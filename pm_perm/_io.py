@@ -5,8 +5,9 @@ The rules (the promise of ``docs/guide/failures.md``):
 * an output is never one of the inputs, not even with ``overwrite=True``
   (:func:`check_outputs`, comparing resolved paths and, for existing files, inode identity);
 * an output that already exists is refused unless ``overwrite=True``;
-* every output is checked before any work starts (its folder exists and is writable, it is not
-  a directory), so a long fit is never lost to a typo in an output path;
+* every output is checked before any work starts (its folder exists and a file can be created
+  in it, which is tried; it is not a directory), so a long fit is never lost to a typo in an
+  output path;
 * every file is written atomically: into a temporary file in the same folder, flushed and
   ``fsync``-ed, then renamed over the target with :func:`os.replace`. A reader, a concurrent
   run or an interrupt sees either the old file or the complete new one, never a partial or
@@ -119,11 +120,27 @@ def check_outputs(outputs, inputs=(), *, overwrite=False, directories=()):
         if parent is None:
             raise OutputPathError(
                 f"{name} {path}: its folder {path.parent} does not exist (create it first)")
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise OutputPathError(f"{name} {path}: the folder {parent} is not writable")
-        if path.exists() and not os.access(path, os.W_OK) and not os.access(path.parent, os.W_OK):
-            raise OutputPathError(f"{name} {path} is not writable")
+        problem = _cannot_write_in(parent)
+        if problem is not None:
+            raise OutputPathError(
+                f"{name} {path}: the folder {parent} is not writable ({problem}); choose "
+                "another output path")
     return [p.resolve() for _, p in files]
+
+
+def _cannot_write_in(folder: Path):
+    """None if a file can be created in ``folder`` (tried: a temporary file is created and
+    removed), else the reason. A permission test alone (``os.access``) passes for the
+    superuser and on file systems that refuse files anyway (``/proc``, ``/sys``, some network
+    mounts), and the run would only fail when it writes its results."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".pm_perm_probe.", dir=folder)
+    except OSError as err:
+        return err.strerror or type(err).__name__
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    return None
 
 
 def _existing_folder(folder: Path):

@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -65,6 +66,16 @@ def test_unusable_output_paths_are_refused_up_front(tmp_path):
                 check_outputs({"--json": ro / "out.json"})
         finally:
             ro.chmod(0o755)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_folder_that_refuses_files_is_found_before_work():
+    """/proc passes a permission test for the superuser but refuses new files: the check tries
+    to create one (a fit would otherwise run and fail when writing its results)."""
+    with pytest.raises(OutputPathError, match="/proc is not writable"):
+        check_outputs({"--json": "/proc/pm_perm_result.json"})
+    with pytest.raises(OutputPathError, match="not writable"):
+        check_outputs({}, directories={"--plots": ("/proc/pm_perm_plots", ["trace.png"])})
 
 
 def test_atomic_write_keeps_the_old_file_on_error_or_interrupt(tmp_path):

@@ -139,10 +139,17 @@ def test_unwritable_folder_refused_before_fitting(ballots, tmp_path, capsys, mon
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o500)
-    if os.geteuid() == 0:  # root may write anywhere: make the folder look read-only
-        real = os.access
-        monkeypatch.setattr(os, "access", lambda p, mode, **k: (
-            False if (mode & os.W_OK) and os.path.abspath(p) == str(locked) else real(p, mode)))
+    if os.geteuid() == 0:  # root may write anywhere: make the folder refuse new files
+        import tempfile
+
+        real = tempfile.mkstemp
+
+        def mkstemp(*args, dir=None, **kwargs):
+            if dir is not None and os.path.abspath(dir) == str(locked):
+                raise PermissionError(13, "Permission denied")
+            return real(*args, dir=dir, **kwargs)
+
+        monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
     try:
         assert main(["rankings", str(ballots), "--json", str(locked / "o.json")]) == 2
         assert "not writable" in capsys.readouterr().err
