@@ -18,10 +18,13 @@ Both PrefLib layouts are read:
 
 from __future__ import annotations
 
+import codecs
+import io
 import os
 import re
 import tempfile
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +35,8 @@ __all__ = ["KINDS", "RankingData", "read_preflib", "write_preflib"]
 
 #: PrefLib kinds: strict complete, strict incomplete (top-k), weak complete, weak incomplete.
 KINDS = ("soc", "soi", "toc", "toi")
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _ro(a):
@@ -83,6 +88,7 @@ class RankingData:
         if (counts < 1).any():
             raise ValueError("counts must be >= 1 (one row per distinct order with its ballots); "
                              f"row {int(np.argmax(counts < 1))} has {counts[counts < 1][0]}")
+        _check_total(counts)
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {self.kind!r}")
         if len(np.unique(orders, axis=0)) != orders.shape[0]:
@@ -129,7 +135,8 @@ class RankingData:
         keep = counts > 0
         orders, counts = orders[keep], counts[keep]
         uniq, first, inverse = np.unique(orders, axis=0, return_index=True, return_inverse=True)
-        totals = np.bincount(inverse.ravel(), weights=counts, minlength=len(uniq))
+        totals = np.zeros(len(uniq), dtype=np.int64)
+        np.add.at(totals, inverse.ravel(), counts)  # exact (no float weights); the sum fits
         by_first = np.argsort(first, kind="stable")  # keep first-appearance order
         names = item_names if item_names is not None else [str(i + 1) for i in
                                                            range(orders.shape[1])]
@@ -266,7 +273,18 @@ def _as_counts(counts, n):
         raise ValueError(f"counts must have shape ({n},); got {c.shape}")
     if (c < 0).any():
         raise ValueError("counts must be non-negative integers; got a negative count")
+    _check_total(c)
     return c.astype(np.int64)
+
+
+def _check_total(counts):
+    """Refuse non-negative counts whose exact sum does not fit in int64 (it would wrap)."""
+    if counts.size == 0 or int(counts.max()) <= _INT64_MAX // counts.size:
+        return
+    total = sum(map(int, counts.tolist()))
+    if total > _INT64_MAX:
+        raise ValueError(f"counts add up to {total} ballots, more than the int64 limit "
+                         f"{_INT64_MAX}; counts this large cannot be stored")
 
 
 def _tied_rows(orders):
@@ -297,6 +315,7 @@ def _kind_problem(orders, kind):
 # ---------------------------------------------------------------------------------- reading
 
 _CURRENT_LINE = re.compile(r"^\s*([^:]*):(.*)$")
+_HEADER_COUNTS = ("NUMBER ALTERNATIVES", "NUMBER VOTERS", "NUMBER UNIQUE ORDERS")
 
 
 class _Source:
@@ -304,8 +323,17 @@ class _Source:
 
     def __init__(self, path):
         self.path = path
-        with open(path, encoding="utf-8") as f:
-            self.lines = [(k + 1, s.rstrip("\r\n")) for k, s in enumerate(f) if s.strip()]
+        raw = Path(path).read_bytes().removeprefix(codecs.BOM_UTF8)  # a BOM (Windows editors)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            head = raw[:err.start].decode("utf-8")
+            lineno = head.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
+            raise self.error(lineno, f"byte 0x{raw[err.start]:02x} is not UTF-8; PrefLib files "
+                                     "must be UTF-8 text: convert the file (e.g. iconv -f "
+                                     "latin1 -t utf-8)") from None
+        lines = io.StringIO(text, newline=None)  # universal newlines, as open() in text mode
+        self.lines = [(k + 1, s.rstrip("\r\n")) for k, s in enumerate(lines) if s.strip()]
 
     def error(self, lineno, msg):
         return ValueError(f"{self.path}, line {lineno}: {msg}")
@@ -331,7 +359,10 @@ def _parse_int(src, lineno, token, what):
     t = token.strip()
     if not re.fullmatch(r"[+-]?\d+", t):
         raise src.error(lineno, f"{what} {t!r} is not an integer")
-    return int(t)
+    try:
+        return int(t)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        raise src.error(lineno, f"{what} {t[:20]}... ({len(t)} digits) is too large") from None
 
 
 def _parse_blocks(src, lineno, text, to_index):
@@ -350,7 +381,10 @@ def _parse_blocks(src, lineno, text, to_index):
             if end < 0 or "{" in rest[1:end]:
                 raise src.error(lineno, f"unparseable order {text.strip()!r}: unbalanced braces")
             inner, rest = rest[1:end], rest[end + 1:].lstrip()
-            tokens = inner.split(",") if inner.strip() else []
+            if not inner.strip():
+                raise src.error(lineno, f"unparseable order {text.strip()!r}: empty tie block "
+                                        "'{}'; remove it")
+            tokens = inner.split(",")
         else:
             end = rest.find(",")
             end = len(rest) if end < 0 else end
@@ -393,10 +427,13 @@ def read_preflib(path) -> RankingData:
     FileNotFoundError, IsADirectoryError
         The path is missing or is a folder.
     ValueError
-        Naming the file and line: an unparseable line, an item id out of range, an item
-        repeated in an order, ties in a strict-order (``.soc``/``.soi``) file, an incomplete order
-        in a ``.soc``/``.toc`` file, a count that is not a positive integer, counts or orders
-        that do not add up to the header's totals.
+        Naming the file and line: a file that is not UTF-8 (a leading byte-order mark is
+        accepted), an unparseable line, an empty tie block ``{}``, an item id out of range, an
+        item repeated in an order, ties in a strict-order (``.soc``/``.soi``) file, an incomplete
+        order in a ``.soc``/``.toc`` file, a count that is not a positive integer or is beyond
+        the int64 limit (alone or summed), counts or orders that do not add up to the header's
+        totals, a header whose ``NUMBER ALTERNATIVES`` differs from its ``ALTERNATIVE NAME``
+        lines, an alternative named twice or a header count given twice.
     """
     path, kind = _check_path(path)
     src = _Source(path)
@@ -411,6 +448,7 @@ def read_preflib(path) -> RankingData:
     M = len(names)
     to_lines = {}
     orders, counts = [], []
+    n_ballots = 0
     for lineno, line in body:
         m = split.match(line)
         if m is None:
@@ -419,6 +457,12 @@ def read_preflib(path) -> RankingData:
         count = _parse_int(src, lineno, m.group(1), "count")
         if count < 1:
             raise src.error(lineno, f"count {count} must be a positive integer")
+        if count > _INT64_MAX:
+            raise src.error(lineno, f"count {count} is too large (at most {_INT64_MAX})")
+        n_ballots += count
+        if n_ballots > _INT64_MAX:
+            raise src.error(lineno, f"the counts up to this line add up to {n_ballots} ballots, "
+                                    f"more than the int64 limit {_INT64_MAX}")
         blocks = _parse_blocks(src, lineno, m.group(2), _id_mapper(src, lineno, ids))
         row = np.full(M, -1, dtype=np.int64)
         problem = _fill_row(row, blocks)
@@ -437,7 +481,7 @@ def read_preflib(path) -> RankingData:
             to_lines[key] = len(orders)
             orders.append(row)
             counts.append(count)
-    _check_totals(src, totals, sum(counts), len(body))
+    _check_totals(src, totals, n_ballots, len(body))
     return RankingData(np.array(orders, dtype=np.int64).reshape(-1, M),
                        np.array(counts, dtype=np.int64), tuple(names), kind, source=str(path))
 
@@ -453,8 +497,15 @@ def _current_header(src):
         key = key.strip().upper()
         m = re.fullmatch(r"ALTERNATIVE NAME\s+(\S+)", key)
         if m:
-            names[_parse_int(src, lineno, m.group(1), "alternative id")] = (value.strip(), lineno)
+            i = _parse_int(src, lineno, m.group(1), "alternative id")
+            if i in names:
+                raise src.error(lineno, f"alternative id {i} is named twice (also on line "
+                                        f"{names[i][1]}); keep one '# ALTERNATIVE NAME {i}:' line")
+            names[i] = (value.strip(), lineno)
         elif sep:
+            if key in header and key in _HEADER_COUNTS:
+                raise src.error(lineno, f"'# {key}' appears twice (also on line "
+                                        f"{header[key][1]}); keep one")
             header[key] = (value.strip(), lineno)
     else:
         k = len(src.lines)
@@ -464,13 +515,16 @@ def _current_header(src):
     M = _parse_int(src, lineno, value, "NUMBER ALTERNATIVES")
     if M < 1:
         raise src.error(lineno, f"NUMBER ALTERNATIVES must be >= 1; got {M}")
-    missing = [i for i in range(1, M + 1) if i not in names]
-    extra = [i for i in names if not 1 <= i <= M]
-    if missing or extra:
-        bad = missing or extra
-        raise ValueError(f"{src.path}: header declares NUMBER ALTERNATIVES: {M} but alternative "
-                         f"names {'are missing for' if missing else 'are out of range for'} ids "
-                         f"{bad[:10]}")
+    extra = sorted(i for i in names if not 1 <= i <= M)
+    if extra:
+        raise src.error(lineno, f"header declares NUMBER ALTERNATIVES: {M} but alternative names "
+                                f"are out of range for ids {extra[:10]}")
+    if len(names) < M:  # ids 1..M, each named once: compare the counts, never build range(M)
+        missing = list(islice((i for i in range(1, M + 1) if i not in names), 10))
+        raise src.error(lineno, f"header declares NUMBER ALTERNATIVES: {M} but names "
+                                f"{len(names)}; names are missing for ids {missing}"
+                                f"{' ...' if M - len(names) > 10 else ''} (fix the number or "
+                                "add '# ALTERNATIVE NAME i: name' lines)")
     totals = {}
     for key, what in (("NUMBER VOTERS", "voters"), ("NUMBER UNIQUE ORDERS", "orders")):
         if key in header:
@@ -528,12 +582,32 @@ def write_preflib(data: RankingData, path, *, overwrite=False, title=None) -> Pa
     place with ``os.replace``, so a reader never sees half a file. Refuses to overwrite an
     existing file unless ``overwrite=True``, and never overwrites the file ``data`` was read
     from. Rows are written in ``data``'s order; reading the file back gives equal data.
+
+    Raises
+    ------
+    ValueError
+        An unknown extension, data the kind cannot hold, an item name with surrounding spaces
+        or a line break, a ``title`` (or file name) with a line break, or ``path`` is the file
+        the data were read from.
+    FileNotFoundError
+        The folder of ``path`` does not exist (nothing is created).
+    FileExistsError, IsADirectoryError
+        ``path`` exists (without ``overwrite=True``) or is a folder.
     """
     path = Path(path)
     kind = path.suffix.lstrip(".").lower()
     if kind not in KINDS:
         raise ValueError(f"{path}: the extension must be one of "
                          f"{', '.join('.' + k for k in KINDS)} (it sets the kind)")
+    if not path.parent.is_dir():
+        why = "is not a folder;" if path.parent.exists() else "does not exist; create it or"
+        raise FileNotFoundError(f"cannot write {path}: its folder {path.parent} {why} choose "
+                                "another path")
+    title = str(title or path.stem)
+    for what, text in (("file name", path.name), ("title", title)):
+        if "\n" in text or "\r" in text:
+            raise ValueError(f"{what} {text!r} has a line break, which a PrefLib header cannot "
+                             f"hold; give a {what} on one line")
     problem = _kind_problem(data.orders, kind)
     if problem is not None:
         row, why = problem
@@ -551,7 +625,7 @@ def write_preflib(data: RankingData, path, *, overwrite=False, title=None) -> Pa
             raise IsADirectoryError(f"{path} is a directory; pass a file name")
         if not overwrite:
             raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
-    lines = [f"# FILE NAME: {path.name}", f"# TITLE: {title or path.stem}",
+    lines = [f"# FILE NAME: {path.name}", f"# TITLE: {title}",
              f"# DATA TYPE: {kind}", f"# NUMBER ALTERNATIVES: {data.n_items}",
              f"# NUMBER VOTERS: {data.n_rankings}",
              f"# NUMBER UNIQUE ORDERS: {data.n_distinct}"]

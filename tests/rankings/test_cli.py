@@ -93,6 +93,27 @@ def test_missing_input(tmp_path, capsys):
     assert "is a directory" in capsys.readouterr().err
 
 
+HEADER = ("# DATA TYPE: soc\n# NUMBER ALTERNATIVES: {M}\n# ALTERNATIVE NAME 1: A\n"
+          "# ALTERNATIVE NAME 2: B\n# ALTERNATIVE NAME 3: {C}\n")
+
+
+@pytest.mark.parametrize("M, C, body, match", [
+    (10**9, "C", "2: 1,2,3\n", "line 2: header declares NUMBER ALTERNATIVES: 1000000000 but "
+                               "names 3"),
+    (3, "C", "99999999999999999999999: 1,2,3\n", "line 6: count 99999999999999999999999 is "
+                                                 "too large"),
+    (3, "C", "9223372036854775807: 1,2,3\n1: 3,2,1\n", "line 7: the counts up to this line"),
+    (3, "Café", "2: 1,2,3\n", "line 5: byte 0xe9 is not UTF-8"),
+])
+def test_bad_preflib_files_exit_2(tmp_path, capsys, no_fit, M, C, body, match):
+    path = tmp_path / "bad.soc"
+    path.write_bytes((HEADER.format(M=M, C=C) + body).encode("latin-1"))
+    assert main(["rankings", str(path), "--json", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pm-perm rankings: error: {path}, {match}") and err.count("\n") == 1
+    assert not (tmp_path / "o.json").exists()
+
+
 def _digest(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -83,6 +83,12 @@ def test_old_layout_zero_and_one_based(tmp_path):
         ("toi", "2: 1,{2,{3}}", r"line 10: unparseable order .*unbalanced"),
         ("soi", "2: 1,2,", r"line 10: unparseable order .*trailing"),
         ("toi", "2: {1,2}3", r"line 10: unparseable order .*expected ','"),
+        ("toi", "2: 1,{},2", r"line 10: unparseable order '1,\{\},2': empty tie block"),
+        ("toi", "2: {}", r"line 10: unparseable order .*empty tie block"),
+        ("soi", "99999999999999999999999: 1", r"line 10: count 99999999999999999999999 is too "
+                                              r"large \(at most 9223372036854775807\)"),
+        ("soi", "9223372036854775807: 1,2\n1: 2", r"line 11: the counts up to this line add up "
+                                                 r"to 9223372036854775808 .* int64 limit"),
     ],
 )
 def test_malformed_lines_name_file_and_line(tmp_path, kind, body, match):
@@ -120,6 +126,76 @@ def test_bad_headers(tmp_path):
     p.write_text("3\n0,A\n")
     with pytest.raises(ValueError, match="too short"):
         read_preflib(p)
+
+
+def test_huge_number_of_alternatives_is_not_materialised(tmp_path):
+    import tracemalloc
+
+    p = tmp_path / "a.soc"
+    names = "# ALTERNATIVE NAME 1: A\n# ALTERNATIVE NAME 2: B\n# ALTERNATIVE NAME 3: C\n"
+    for M in (10**6, 10**18):
+        p.write_text(f"# DATA TYPE: soc\n# NUMBER ALTERNATIVES: {M}\n{names}2: 1,2,3\n")
+        tracemalloc.start()
+        try:
+            with pytest.raises(ValueError, match=rf"{p}, line 2: header declares NUMBER "
+                                                 rf"ALTERNATIVES: {M} but names 3; names are "
+                                                 r"missing for ids \[4, 5, .*, 13\] \.\.\."):
+                read_preflib(p)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1_000_000  # nothing of length M was built (10**6 ints: tens of MB)
+
+
+def test_duplicate_header_lines(tmp_path):
+    p = _current(tmp_path, "soi", "2: 1\n1: 2")
+    text = p.read_text()
+    p.write_text(text.replace("# ALTERNATIVE NAME 4: Dan\n",
+                              "# ALTERNATIVE NAME 4: Dan\n# ALTERNATIVE NAME 2: Zed\n"))
+    with pytest.raises(ValueError, match=rf"{p}, line 10: alternative id 2 is named twice "
+                                         r"\(also on line 7\)"):
+        read_preflib(p)
+    p.write_text(text.replace("# NUMBER VOTERS: 3\n", "# NUMBER VOTERS: 3\n# NUMBER VOTERS: 4\n"))
+    with pytest.raises(ValueError, match=r"line 5: '# NUMBER VOTERS' appears twice \(also on line "
+                                         r"4\)"):
+        read_preflib(p)
+
+
+def test_encoding(tmp_path):
+    good = _current(tmp_path, "soi", "2: 1,3\n1: 2")
+    expected = read_preflib(good)
+    bom = tmp_path / "bom.soi"
+    for newline in (b"\n", b"\r\n"):
+        bom.write_bytes(b"\xef\xbb\xbf" + good.read_bytes().replace(b"\n", newline))
+        assert read_preflib(bom) == expected  # a BOM (Windows editors) is dropped
+    latin1 = tmp_path / "latin1.soi"
+    latin1.write_bytes(good.read_bytes().replace(b"Cat", "Café".encode("latin-1")))
+    with pytest.raises(ValueError, match=rf"{latin1}, line 8: byte 0xe9 is not UTF-8; PrefLib "
+                                         "files must be UTF-8"):
+        read_preflib(latin1)
+    latin1.write_bytes(b"\xef\xbb\xbf" + latin1.read_bytes().replace(b"\n", b"\r"))
+    with pytest.raises(ValueError, match=r"line 8: byte 0xe9 is not UTF-8"):
+        read_preflib(latin1)  # old Mac line ends, after a BOM
+
+
+def test_counts_beyond_int64_are_refused(tmp_path):
+    path = _current(tmp_path, "soi", "9" * 5000 + ": 1", voters=1)
+    with pytest.raises(ValueError, match=r"line 10: count 99999999999999999999\.\.\. \(5000 "
+                                         r"digits\) is too large"):
+        read_preflib(path)  # more digits than Python converts to int
+    big = np.iinfo(np.int64).max
+    for counts in ([big, 1], np.array([2**63, 1], dtype=np.uint64), [1e19, 1.0]):
+        with pytest.raises(ValueError, match=r"counts add up to \d{19,} ballots, more than the "
+                                             r"int64 limit"):
+            RankingData.from_orders([[0, 1], [1, 0]], counts=counts)
+    with pytest.raises(ValueError, match="more than the int64 limit"):
+        RankingData(np.array([[0, 1], [1, 0]]), np.array([2**63, 1], dtype=np.uint64),
+                    ("a", "b"), "soc")
+    with pytest.raises(ValueError, match="more than the int64 limit"):
+        RankingData(np.array([[0, 1], [1, 0]]), np.array([2**62, 2**62]), ("a", "b"), "soc")
+    data = RankingData.from_orders([[0, 1], [1, 0], [0, 1]], counts=[2**53 + 1, big - 2**54, 2])
+    np.testing.assert_array_equal(data.counts, [2**53 + 3, big - 2**54])  # exact, not float
+    assert data.n_rankings == big - 2**53 + 3
 
 
 def test_paths(tmp_path):
@@ -182,6 +258,27 @@ def test_write_refuses_and_checks(tmp_path):
     spaced = RankingData.from_item_lists([[0]], n_items=1, item_names=[" a "])
     with pytest.raises(ValueError, match="surrounding spaces"):
         write_preflib(spaced, tmp_path / "y.soi")
+
+
+def test_write_refuses_line_breaks_and_missing_folders(tmp_path):
+    data = RankingData.from_item_lists([[0, 1], [1]], n_items=2)
+    for title in ("Meath 2002\nsecond count", "a\rb"):
+        with pytest.raises(ValueError, match=r"title .* has a line break, which a PrefLib header "
+                                             r"cannot hold; give a title on one line"):
+            write_preflib(data, tmp_path / "t.soi", title=title)
+    with pytest.raises(ValueError, match=r"file name 'a\\nb.soi' has a line break"):
+        write_preflib(data, tmp_path / "a\nb.soi")
+    missing = tmp_path / "nope" / "x.soi"
+    with pytest.raises(FileNotFoundError, match=rf"cannot write {missing}: its folder "
+                                                rf"{missing.parent} does not exist; create it"):
+        write_preflib(data, missing)
+    (tmp_path / "f").write_text("")
+    with pytest.raises(FileNotFoundError, match=r"its folder .*f is not a folder; choose another"):
+        write_preflib(data, tmp_path / "f" / "x.soi")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]  # nothing written
+    path = write_preflib(data, tmp_path / "t.soi", title="Meath 2002, second count")
+    assert "# TITLE: Meath 2002, second count\n" in path.read_text()
+    assert read_preflib(path) == data
 
 
 # --------------------------------------------------------------------------- arrays
