@@ -297,7 +297,10 @@ class CompiledMAP:
             included), as ``find_MAP``'s point.
         res : scipy.optimize.OptimizeResult
             ``res.fun`` is the negative log-density (without Jacobian terms) at the optimum;
-            the caller checks ``res.success``.
+            the caller checks ``res.success``, which is False (with a message saying why) when
+            the log-density or the point is not finite: e.g. a log-density of ``-inf``
+            everywhere (a negative prior scale) lets L-BFGS-B "converge" at once on a zero
+            gradient, and such a point is no estimate.
         """
         from pymc.blocking import DictToArrayBijection, RaveledVars
 
@@ -313,6 +316,11 @@ class CompiledMAP:
 
         res = minimize(negative, x0.data, jac=True, method="L-BFGS-B",
                        options={"maxiter": maxiter})
+        if not (np.isfinite(res.fun) and np.all(np.isfinite(res.x))):
+            res.success = False
+            res.message = (f"the log posterior at the optimum is {-float(res.fun)} (not finite): "
+                           "check the model's parameters (e.g. prior scales must be positive "
+                           f"and finite); optimiser message: {res.message}")
         point = DictToArrayBijection.rmap(RaveledVars(np.asarray(res.x), x0.point_map_info))
         out = self._values(*(point[n] for n in names))
         return dict(zip(self._names, out, strict=True)), res

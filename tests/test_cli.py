@@ -159,3 +159,34 @@ def test_rank_ordinal_nuts_plots_top5(letor_files, tmp_path, capsys):
     assert result["model"] == "ordinal" and result["diagnostics"]["max_r_hat"] < 1.1
     for name in ("trace.png", "forest.png", "top5.png"):
         assert (tmp_path / "plots" / name).stat().st_size > 1000
+
+
+@pytest.mark.parametrize("extra, option, requirement", [
+    (["--prior-sigma", "-1"], "--prior-sigma", "positive finite"),
+    (["--prior-sigma", "3", "--prior-sigma", "inf"], "--prior-sigma", "positive finite"),
+    (["--fit", "nuts", "--draws", "0"], "--draws", "positive integer"),
+    (["--fit", "nuts", "--tune", "-1"], "--tune", "non-negative integer"),
+    (["--fit", "nuts", "--chains", "0"], "--chains", "positive integer"),
+    (["--seed", "-1"], "--seed", "non-negative integer"),
+])
+def test_rank_bad_settings_refused_at_parsing(letor_files, capsys, monkeypatch, extra, option,
+                                              requirement):
+    """Exit 2 naming the option before any work (the old --fit nuts --draws 0 ran the MAP fit
+    first); --tune 0 (no tuning) is allowed, as PyMC and nutpie allow it."""
+    import argparse
+
+    from pm_perm.ranking import cli as rank_cli
+
+    def boom(*a, **k):
+        raise AssertionError("the data was read before the settings were checked")
+
+    monkeypatch.setattr(rank_cli, "load_splits", boom)
+    with pytest.raises(SystemExit) as exc:
+        main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
+              "--model", "ordinal", *extra])
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"argument {option}: must be a {requirement}" in last and repr(extra[-1]) in last
+    parser = argparse.ArgumentParser()
+    rank_cli.add_rank_parser(parser.add_subparsers())
+    assert parser.parse_args(["rank", "--tune", "0", "--seed", "0"]).tune == 0

@@ -118,3 +118,46 @@ def test_json_records_how_to_reproduce_the_run(files, tmp_path):
         rec = recorded[str(Path(f).resolve())]
         assert rec["sha256"] == _digest(f) and rec["size"] == Path(f).stat().st_size
     assert set(run["versions"]) >= {"pymc", "pytensor", "numba", "numpy", "scipy"}
+
+
+@pytest.mark.parametrize("extra", [
+    ["--test", "{train}"],                                     # the reproducer
+    ["--test", "{test}", "--valid", "{train}"],
+    ["--test", "{dir}/../{name}/train.txt"],                   # another spelling
+    ["--test", "{dir}/link.txt"],                              # a symlink to the train file
+])
+def test_test_or_valid_file_that_is_the_train_file_is_refused(files, tmp_path, capsys,
+                                                             monkeypatch, no_fit, extra):
+    from pm_perm.ranking import data as rank_data
+
+    def boom(*a, **k):
+        raise AssertionError("the data was read before the files were checked")
+
+    monkeypatch.setattr(rank_data, "read_letor", boom)
+    (tmp_path / "link.txt").symlink_to(files["train"])
+    args = [a.format(dir=tmp_path, name=tmp_path.name, **files) for a in extra]
+    assert main(["rank", "--train", files["train"], *args, "--model", "ridge"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    option = extra[-2]
+    assert f"{option} {args[-1]} is the --train file {files['train']}" in line
+
+
+def test_queries_sharing_a_training_qid_are_a_recorded_warning(files, tmp_path, capsys):
+    """A copy of the training file as --test: not the same file, but the same qids."""
+    import shutil
+    from pathlib import Path
+
+    copy = shutil.copy(files["train"], tmp_path / "copy.txt")
+    out = tmp_path / "out.json"
+    assert main(["rank", "--train", files["train"], "--test", str(copy), "--model", "ridge",
+                 "--json", str(out)]) == 0
+    [warning] = json.loads(out.read_text())["warnings"]
+    assert warning.startswith("8 of the 8 --test queries have the qid of a --train query "
+                              "(qids 100, 101, 102, 103, 104, ...)")
+    assert warning in capsys.readouterr().err
+    # distinct qids: no warning
+    other = tmp_path / "other.txt"
+    other.write_text(Path(files["test"]).read_text().replace("qid:1", "qid:9"))
+    assert main(["rank", "--train", files["train"], "--test", str(other), "--model", "ridge",
+                 "--json", str(out), "--overwrite"]) == 0
+    assert json.loads(out.read_text())["warnings"] == []

@@ -150,3 +150,23 @@ def test_check_draws_reports_diagnostics_and_refuses_short_or_nan_draws():
     theta[0, 3, 1] = np.nan
     with pytest.raises(SamplingError, match="non-finite draws of 'theta' \\(1 values\\)"):
         pm_perm.check_draws(idata(theta), chains=2, draws=1000)
+
+
+@pytest.mark.parametrize("sigma", [-1.0, np.nan])
+def test_compiled_map_marks_a_non_finite_optimum_as_failed(sigma):
+    """A log posterior of -inf (or NaN) everywhere: L-BFGS-B stops at once, "converged" on a
+    zero gradient or not; either way the fit is marked failed, with a message saying why."""
+    from pm_perm._map import MapFitError
+
+    model, total = _model()
+    with model:
+        pm.set_data({"prior_sigma": sigma})
+    _, res = CompiledMAP(model).fit(seed=0)
+    assert not res.success and "(not finite)" in res.message
+    with pytest.raises(MapFitError):
+        map_path(model, [sigma])
+    with model:
+        pm.set_data({"prior_sigma": 1.0})
+    values, res = CompiledMAP(model).fit(seed=0)  # a legitimate fit still succeeds
+    assert res.success
+    np.testing.assert_allclose(values["theta"], _exact(total, 1.0), rtol=1e-5)

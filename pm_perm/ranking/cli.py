@@ -22,6 +22,7 @@ of the features (:class:`pm_perm.ranking.features.HingeBasis`, fitted on the tra
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 import warnings
@@ -43,6 +44,29 @@ EXIT_OK, EXIT_OUTPUT_FAILED, EXIT_BAD_INPUT, EXIT_FIT_FAILED, EXIT_INTERRUPTED =
 
 KS = tuple(range(1, 11))
 RIDGE_ALPHAS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+
+
+def _checked(kind, ok, requirement):
+    """An ``argparse`` type: ``kind(text)`` if ``ok`` of it, else an error naming the option
+    (argparse prefixes ``argument --option:``) and exit status 2, before any work."""
+
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {requirement}, got {text!r}")
+        return value
+
+    return parse
+
+
+#: option types shared by ``pm-perm rank`` and ``pm-perm rankings``
+POSITIVE_INT = _checked(int, lambda v: v >= 1, "a positive integer")
+NON_NEGATIVE_INT = _checked(int, lambda v: v >= 0, "a non-negative integer")
+POSITIVE_FLOAT = _checked(float, lambda v: 0.0 < v < np.inf, "a positive finite number")
+OPEN_UNIT_FLOAT = _checked(float, lambda v: 0.0 < v < 1.0, "a number strictly between 0 and 1")
 
 
 def add_rank_parser(subparsers):
@@ -77,16 +101,16 @@ def add_rank_parser(subparsers):
                        help="RankMatch subset size M (default 3; M > #ratings uses ties)")
     model.add_argument("--subsets-per-doc", type=float, default=0.4,
                        help="RankMatch subsets per query = this * D * M (default 0.4)")
-    model.add_argument("--prior-sigma", type=float, action="append", metavar="S",
+    model.add_argument("--prior-sigma", type=POSITIVE_FLOAT, action="append", metavar="S",
                        help="prior scale of theta; repeat to choose on validation NDCG@5 "
                        "(default 0.1 0.3 1 3 10)")
     model.add_argument("--lbfgs-memory", type=int, default=10, metavar="K",
                        help="L-BFGS-B memory of the MAP fits (default 10; 50 converges in about "
                        "half the iterations on MQ2008)")
-    model.add_argument("--draws", type=int, default=1000)
-    model.add_argument("--tune", type=int, default=1000)
-    model.add_argument("--chains", type=int, default=4)
-    model.add_argument("--seed", type=int, default=0)
+    model.add_argument("--draws", type=POSITIVE_INT, default=1000)
+    model.add_argument("--tune", type=NON_NEGATIVE_INT, default=1000)
+    model.add_argument("--chains", type=POSITIVE_INT, default=4)
+    model.add_argument("--seed", type=NON_NEGATIVE_INT, default=0)
     out = p.add_argument_group("output")
     out.add_argument("--convention", choices=("standard", "letor4"), default="standard",
                      help="NDCG discount convention (see pm_perm.ranking.metrics)")
@@ -193,7 +217,14 @@ def input_files(args):
 
 
 def load_splits(args):
-    """(train, valid or None, test) from the parsed arguments."""
+    """(train, valid or None, test) from the parsed arguments.
+
+    Raises ``ValueError`` before reading when a ``--valid`` or ``--test`` file is a ``--train``
+    file (however spelled: ``../`` paths and symlinks included). LETOR test or validation
+    queries with the qid of a training query (a copy of the training file, say) give a
+    ``UserWarning`` (recorded in the result's ``warnings``): LETOR qids are unique across a data
+    set's files, but files numbered independently may reuse them.
+    """
     from pm_perm.ranking.data import load_mq2008_fold, read_letor, read_lightgbm
 
     if args.mq2008_fold is not None:
@@ -203,12 +234,45 @@ def load_splits(args):
                                       query_norm=args.query_norm))
     if not args.train or not args.test:
         raise ValueError("--train and --test are required (or use --mq2008-fold K)")
+    _check_not_training_files(args)
     read = read_letor if args.format == "letor" else read_lightgbm
     train = read(args.train, single_doc="drop", query_norm=args.query_norm)
     opts = {"n_features": train.n_features, "query_norm": args.query_norm}
     valid = read(args.valid, single_doc="drop", **opts) if args.valid else None
     test = read(args.test, single_doc="keep", **opts)
+    if args.format == "letor":  # LightGBM files have no qids (they are numbered 0, 1, ...)
+        for option, split in (("--valid", valid), ("--test", test)):
+            if split is not None:
+                _warn_shared_qids(option, split, train)
     return train, valid, test
+
+
+def _check_not_training_files(args):
+    """Refuse a ``--valid`` or ``--test`` file that is a ``--train`` file (same file, however
+    spelled: ``../`` paths and symlinks included); its metrics would be on the training data."""
+    import os
+
+    for option in ("--valid", "--test"):
+        for f in getattr(args, option[2:]) or []:
+            for t in args.train:
+                if os.path.exists(f) and os.path.exists(t) and os.path.samefile(f, t):
+                    raise ValueError(
+                        f"{option} {f} is the --train file {t}: a model scored on its "
+                        f"training data looks better than it is; give {option} a file of other "
+                        "queries")
+
+
+def _warn_shared_qids(option, split, train):
+    """Warn when queries of ``split`` have the qid of a training query (LETOR qids are unique
+    across a data set's files, so these may be training queries)."""
+    shared = np.intersect1d(split.qids, train.qids)
+    if shared.size:
+        examples = ", ".join(str(q) for q in shared[:5])
+        warnings.warn(
+            f"{shared.size} of the {split.n_queries} {option} queries have the qid of a --train "
+            f"query (qids {examples}{', ...' if shared.size > 5 else ''}): if they are the same "
+            "queries, the metrics are optimistic; check that the files hold different queries",
+            UserWarning, stacklevel=2)
 
 
 def hinge_splits(train, valid, test, n_knots):
@@ -310,9 +374,11 @@ def run_rank(args):
     """Entry point of ``pm-perm rank``; returns the exit status.
 
     Exit status: 0 success; 1 an output could not be written (the others were); 2 bad input
-    (nothing was fitted or written); 3 the fit failed (optimiser or sampler; nothing written);
-    130 interrupted (Ctrl-C; nothing written). Every output path is checked before any work
-    (:func:`pm_perm._io.check_outputs`) and written atomically.
+    (nothing was fitted or written; a bad setting such as ``--draws 0`` or ``--seed -1`` is
+    refused when the command line is parsed, by ``argparse``, which exits); 3 the fit failed
+    (optimiser or sampler; nothing written); 130 interrupted (Ctrl-C; nothing written). Every
+    output path is checked before any work (:func:`pm_perm._io.check_outputs`) and written
+    atomically.
     """
     from pm_perm._io import OutputPathError, check_outputs
 

@@ -40,7 +40,10 @@ becomes ``null`` and a warning).
 Exit status: 0 success; 1 an output could not be written (the others were; the JSON lists the
 failures in ``output_errors``); 2 bad input or output path (nothing fitted or written); 3 the
 fit failed (MAP did not converge, NUTS returned incomplete or non-finite draws, a non-finite
-log-likelihood; nothing written); 130 interrupted (Ctrl-C; nothing written).
+log-likelihood; nothing written); 130 interrupted (Ctrl-C; nothing written). Settings out of
+range (``--prior-sigma`` not positive and finite, ``--target-accept`` outside (0, 1), a negative
+``--seed`` or ``--tune``, ``--draws`` or ``--chains`` below 1) are refused when the command line
+is parsed (exit 2, before the data is read).
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
+from pm_perm.ranking.cli import NON_NEGATIVE_INT, OPEN_UNIT_FLOAT, POSITIVE_FLOAT, POSITIVE_INT
 
 __all__ = ["add_rankings_parser", "run_rankings"]
 
@@ -70,7 +75,7 @@ def add_rankings_parser(subparsers):
     model.add_argument("--model", choices=tuple(MODELS), default="full")
     model.add_argument("--components", type=int, default=1, metavar="K",
                        help="mixture components (voting blocs); default 1")
-    model.add_argument("--prior-sigma", type=float, default=3.0,
+    model.add_argument("--prior-sigma", type=POSITIVE_FLOAT, default=3.0,
                        help="prior scale of the item utilities (default 3)")
     model.add_argument("--learn-positions", action="store_true",
                        help="rank-one model: learn the decreasing position profile c")
@@ -78,13 +83,14 @@ def add_rankings_parser(subparsers):
     fit.add_argument("--fit", choices=("map", "nuts"), default="map")
     fit.add_argument("--heldout-fraction", type=float, default=0.0, metavar="F",
                      help="share of the ballots held out (default 0: none)")
-    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--seed", type=NON_NEGATIVE_INT, default=0)
     fit.add_argument("--starts", type=int, default=None, metavar="N",
                      help="MAP: jittered starts, best kept (default 1, or 3 for mixtures)")
-    fit.add_argument("--draws", type=int, default=1000)
-    fit.add_argument("--tune", type=int, default=1000)
-    fit.add_argument("--chains", type=int, default=4)
-    fit.add_argument("--target-accept", type=float, default=0.9)
+    fit.add_argument("--draws", type=POSITIVE_INT, default=1000)
+    fit.add_argument("--tune", type=NON_NEGATIVE_INT, default=1000)
+    fit.add_argument("--chains", type=POSITIVE_INT, default=4)
+    fit.add_argument("--target-accept", type=OPEN_UNIT_FLOAT, default=0.9,
+                     help="NUTS: target acceptance rate, in (0, 1) (default 0.9)")
     fit.add_argument("--max-loglik-draws", type=int, default=200,
                      help="NUTS: posterior draws used for log-likelihoods and plots (default 200)")
     out = p.add_argument_group("output")
@@ -120,7 +126,7 @@ def _check_args(args):
         raise ValueError(f"--heldout-fraction must be in [0, 1), got {args.heldout_fraction}")
     if args.components < 1:
         raise ValueError(f"--components must be >= 1, got {args.components}")
-    for name in ("draws", "tune", "chains", "max_loglik_draws", "ppc_reps"):
+    for name in ("max_loglik_draws", "ppc_reps"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
     if args.starts is not None and args.starts < 1:

@@ -134,6 +134,14 @@ def component_logliks(family, params, orders):
     return partial_order_loglik(params, orders)
 
 
+def _check_scale(name, value):
+    """``value`` as a float if it is a positive finite number (a prior scale), else raise."""
+    v = np.asarray(value)
+    if v.shape != () or v.dtype.kind not in "iuf" or not 0.0 < v < np.inf:
+        raise ValueError(f"{name} must be a positive finite number (a prior scale), got {value!r}")
+    return float(v)
+
+
 def _check_data(data, components):
     if isinstance(components, bool) or not isinstance(components, int | np.integer) \
             or components < 1:
@@ -265,7 +273,14 @@ def plackett_luce_model(data, *, components=1, prior_sigma=3.0, item_features=No
     Returns
     -------
     RankingModel
+
+    Raises
+    ------
+    ValueError
+        ``prior_sigma`` is not a positive finite number, ``components`` is not a positive
+        integer, or the data has fewer than 2 items or no ballots.
     """
+    prior_sigma = _check_scale("prior_sigma", prior_sigma)
     _check_data(data, components)
     with pm.Model(coords=_coords(data, components)) as model:
         u = _utilities(data, components, prior_sigma, item_features)
@@ -308,7 +323,13 @@ def rank_one_model(data, *, components=1, prior_sigma=3.0, learn_positions=False
     Returns
     -------
     RankingModel
+
+    Raises
+    ------
+    ValueError
+        As :func:`plackett_luce_model`.
     """
+    prior_sigma = _check_scale("prior_sigma", prior_sigma)
     _check_data(data, components)
     with pm.Model(coords=_coords(data, components)) as model:
         u = _utilities(data, components, prior_sigma, item_features)
@@ -377,7 +398,15 @@ def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item
     Returns
     -------
     RankingModel
+
+    Raises
+    ------
+    ValueError
+        As :func:`plackett_luce_model`; also a ``shrinkage_scale`` that is not a positive
+        finite number, or an unknown ``parametrization``.
     """
+    prior_sigma = _check_scale("prior_sigma", prior_sigma)
+    shrinkage_scale = _check_scale("shrinkage_scale", shrinkage_scale)
     _check_data(data, components)
     parametrization = _full_parametrization(parametrization, data)
     dims = ("component", "item", "position")

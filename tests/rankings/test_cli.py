@@ -292,3 +292,34 @@ def test_nuts_end_to_end(ballots, tmp_path):
     assert res["diagnostics"]["max_r_hat"] < 1.05 and res["diagnostics"]["divergences"] == 0
     assert res["sampler"]["chains"] == 2 and res["consensus"] == ["A", "B", "C", "D"]
     assert res["sampler"]["sampler"] == "nutpie"
+
+
+@pytest.mark.parametrize("extra, option, requirement", [
+    (["--prior-sigma", "-1"], "--prior-sigma", "positive finite"),
+    (["--prior-sigma", "inf"], "--prior-sigma", "positive finite"),
+    (["--prior-sigma", "0"], "--prior-sigma", "positive finite"),
+    (["--prior-sigma", "nan"], "--prior-sigma", "positive finite"),
+    (["--fit", "nuts", "--target-accept", "1.5"], "--target-accept",
+     "number strictly between 0 and 1"),
+    (["--fit", "nuts", "--target-accept", "0"], "--target-accept",
+     "number strictly between 0 and 1"),
+    (["--seed", "-1"], "--seed", "non-negative integer"),
+    (["--fit", "nuts", "--draws", "0"], "--draws", "positive integer"),
+    (["--fit", "nuts", "--tune", "-1"], "--tune", "non-negative integer"),
+    (["--fit", "nuts", "--chains", "0"], "--chains", "positive integer"),
+])
+def test_bad_settings_refused_at_parsing(ballots, tmp_path, capsys, monkeypatch, no_fit, extra,
+                                         option, requirement):
+    """Exit 2 with one line naming the option, before the data is read or anything fitted."""
+    from pm_perm.rankings import data as rdata
+
+    def boom(*a, **k):
+        raise AssertionError("the data was read before the settings were checked")
+
+    monkeypatch.setattr(rdata, "read_preflib", boom)
+    with pytest.raises(SystemExit) as exc:
+        main(["rankings", str(ballots), "--json", str(tmp_path / "o.json"), *extra])
+    assert exc.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"argument {option}: must be a {requirement}" in last and repr(extra[-1]) in last
+    assert not (tmp_path / "o.json").exists()

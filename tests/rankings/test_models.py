@@ -451,3 +451,29 @@ def test_fit_nuts_runs_nutpie_with_low_rank_adaptation(monkeypatch):
     assert np.all(np.isfinite(idata["posterior"]["W"].values))
     with pytest.raises(ValueError, match="sampler must be"):
         rmod.fit_nuts(rm, sampler="stan")
+
+
+@pytest.mark.parametrize("builder", [rmod.plackett_luce_model, rmod.rank_one_model,
+                                     rmod.full_model])
+@pytest.mark.parametrize("sigma", [-1.0, 0.0, np.inf, np.nan, "3", [1.0]])
+def test_builders_refuse_a_bad_prior_scale(builder, sigma):
+    data = simulate_rankings(20, utilities=[1.0, 0.0, -1.0], rng=0)
+    with pytest.raises(ValueError, match="prior_sigma must be a positive finite number"):
+        builder(data, prior_sigma=sigma)
+    if builder is rmod.full_model:
+        with pytest.raises(ValueError, match="shrinkage_scale must be a positive finite"):
+            builder(data, shrinkage_scale=sigma)
+
+
+def test_map_with_a_non_finite_log_posterior_is_a_failed_fit(monkeypatch):
+    """A negative prior scale (past the builder's check) makes the log posterior -inf
+    everywhere; L-BFGS-B then "converges" on a zero gradient, which is no estimate."""
+    from pm_perm._map import MapFitError
+
+    data = simulate_rankings(50, utilities=[1.0, 0.0, -1.0], rng=0)
+    monkeypatch.setattr(rmod, "_check_scale", lambda name, value: value)
+    for sigma in (-1.0, np.inf):
+        rm = rmod.plackett_luce_model(data, prior_sigma=sigma)
+        with pytest.raises(MapFitError, match=r"log posterior at the optimum is -inf \(not "
+                           r"finite\)"):
+            rmod.fit_map(rm)
