@@ -142,6 +142,14 @@ def test_test_or_valid_file_that_is_the_train_file_is_refused(files, tmp_path, c
     assert f"{option} {args[-1]} is the --train file {files['train']}" in line
 
 
+def test_test_file_that_is_the_valid_file_is_refused(files, capsys, no_fit):
+    """Settings chosen on the test queries: refused before reading, as for the train file."""
+    assert main(["rank", "--train", files["train"], "--valid", files["test"], "--test",
+                 files["test"], "--model", "ridge"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert f"--test {files['test']} is the --valid file {files['test']}" in line
+
+
 def test_queries_sharing_a_training_qid_are_a_recorded_warning(files, tmp_path, capsys):
     """A copy of the training file as --test: not the same file, but the same qids."""
     import shutil

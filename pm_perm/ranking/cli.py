@@ -220,10 +220,11 @@ def load_splits(args):
     """(train, valid or None, test) from the parsed arguments.
 
     Raises ``ValueError`` before reading when a ``--valid`` or ``--test`` file is a ``--train``
-    file (however spelled: ``../`` paths and symlinks included). LETOR test or validation
-    queries with the qid of a training query (a copy of the training file, say) give a
-    ``UserWarning`` (recorded in the result's ``warnings``): LETOR qids are unique across a data
-    set's files, but files numbered independently may reuse them.
+    file, or a ``--test`` file is a ``--valid`` file (however spelled: ``../`` paths and
+    symlinks included). LETOR test or validation queries with the qid of a training query (a
+    copy of the training file, say) give a ``UserWarning`` (recorded in the result's
+    ``warnings``): LETOR qids are unique across a data set's files, but files numbered
+    independently may reuse them.
     """
     from pm_perm.ranking.data import load_mq2008_fold, read_letor, read_lightgbm
 
@@ -248,8 +249,9 @@ def load_splits(args):
 
 
 def _check_not_training_files(args):
-    """Refuse a ``--valid`` or ``--test`` file that is a ``--train`` file (same file, however
-    spelled: ``../`` paths and symlinks included); its metrics would be on the training data."""
+    """Refuse a ``--valid`` or ``--test`` file that is a ``--train`` file, or a ``--test`` file
+    that is a ``--valid`` file (same file, however spelled: ``../`` paths and symlinks
+    included): its metrics would be on the data the model or its settings were fitted to."""
     import os
 
     for option in ("--valid", "--test"):
@@ -260,6 +262,12 @@ def _check_not_training_files(args):
                         f"{option} {f} is the --train file {t}: a model scored on its "
                         f"training data looks better than it is; give {option} a file of other "
                         "queries")
+    for f in args.test or []:
+        for v in args.valid or []:
+            if os.path.exists(f) and os.path.exists(v) and os.path.samefile(f, v):
+                raise ValueError(
+                    f"--test {f} is the --valid file {v}: settings chosen on the test data "
+                    "make its metrics optimistic; give --test a file of other queries")
 
 
 def _warn_shared_qids(option, split, train):
