@@ -8,7 +8,7 @@ from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 
-__all__ = ["check_observed_batch", "static_last_dim"]
+__all__ = ["check_observed_batch", "refuse_empty", "static_last_dim"]
 
 
 def _static_shape(x):
@@ -20,6 +20,16 @@ def _static_shape(x):
     if isinstance(shape, np.ndarray) and shape.dtype.kind in "iu":
         return tuple(int(s) for s in shape)
     return None
+
+
+def refuse_empty(dist_name, name, x, core_ndim):
+    """Raise ``ValueError`` when the tensor ``x`` (a parameter of core shape ``(M,)`` or
+    ``(M, M)``: ``core_ndim`` 1 or 2) has a static M of 0: no item to rank. An M known only at
+    run time is not checked here."""
+    if 0 in x.type.shape[x.type.ndim - core_ndim:]:
+        core = "(..., M)" if core_ndim == 1 else "(..., M, M)"
+        raise ValueError(f"{dist_name}: {name} must have shape {core} with M >= 1 (at least one "
+                         f"item); got shape {x.type.shape}")
 
 
 def static_last_dim(x):

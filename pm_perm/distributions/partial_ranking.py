@@ -16,7 +16,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
+from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
 from pm_perm.distributions._values import integer_rows
 from pm_perm.distributions.cardinality import _select_last
 from pm_perm.distributions.permutation import permutation_draw_numba
@@ -40,7 +40,7 @@ def _check_draw_parameters(weights, length_probs, M):
     """The checks of :meth:`PartialRanking.logp` on the parameters, raising for draws (the
     logits are checked by the permutation sampler)."""
     w = np.asarray(weights, dtype=np.float64)
-    if not np.all((w >= 0) & (w == np.round(w))):
+    if not np.all(np.isfinite(w) & (w >= 0) & (w == np.round(w))):
         raise ValueError("PartialRanking: weights must be non-negative integers (counts)")
     if length_probs.shape[-1] not in (0, M + 1):
         raise ValueError(f"PartialRanking: length_probs must have M + 1 = {M + 1} entries")
@@ -90,7 +90,7 @@ def _numba_partial_ranking(op, node):
     def core_draw(rng, logits, weights, length_probs, out=None):
         M = logits.shape[0]
         w = weights.item()
-        if not (w >= 0 and w == np.floor(w)):
+        if not (np.isfinite(w) and w >= 0 and w == np.floor(w)):
             raise ValueError("PartialRanking: weights must be non-negative integers (counts)")
         L = length_probs.shape[0]
         if L != 0 and L != M + 1:
@@ -178,7 +178,8 @@ class PartialRanking(pm.Discrete):
         shifts proper priors.
     weights : tensor_like of int, shape (...), optional
         Count of each observed distinct order (default 1); non-negative integers. Draws ignore
-        them (each draw is one ranking).
+        them (each draw is one ranking), but refuse invalid ones (NaN, infinite, negative or
+        fractional) as the parameter check of ``logp`` does.
     length_probs : tensor_like of float, shape (..., M + 1), optional
         Probability that a ranking ranks ``k = 0..M`` items (a simplex; may be a random variable,
         e.g. ``pm.Dirichlet``). When given, draws are top-k orders with ``k ~ length_probs`` (a
@@ -233,6 +234,7 @@ class PartialRanking(pm.Discrete):
         m0, m1 = logits.type.shape[-2:]
         if m0 is not None and m1 is not None and m0 != m1:
             raise ValueError(f"logits must be square in the last two dims; got {logits.type.shape}")
+        refuse_empty("PartialRanking", "logits", logits, 2)
         if m0 is not None:
             check_partial_order_size(m0)  # refuse at once, naming the alternatives
         if weights is None:
@@ -277,7 +279,8 @@ class PartialRanking(pm.Discrete):
         checks = [  # (condition, message): one message per parameter
             (pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),
              "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)"),
-            (pt.all(pt.ge(weights, 0.0) & pt.eq(weights, pt.round(weights))),
+            (pt.all(pt.isfinite(weights) & pt.ge(weights, 0.0)
+                    & pt.eq(weights, pt.round(weights))),
              "weights must be non-negative integers (the count of each distinct order)"),
         ]
         if length_probs.type.shape[-1] != 0:

@@ -18,7 +18,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
+from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
 from pm_perm.kernels._checks import LOGIT_ABS_MAX
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.glynn import (
@@ -30,6 +30,7 @@ from pm_perm.kernels.glynn import (
 )
 from pm_perm.kernels.huber_law import (
     HL_BAD_LOGITS,
+    HL_NO_PERMUTATION,
     HL_NOT_ACCEPTED,
     HL_TOO_LARGE,
     HuberLawTrialsExceeded,
@@ -228,12 +229,14 @@ class _HuberLawDrawError(StatusError):
         (ValueError, "M is beyond the Huber-Law sampler's limit HUBER_LAW_MAX_M"),
         (ValueError, "logits contain NaN, +inf or a finite value beyond 1e300"),
         (RuntimeError, _BUDGET_MSG.replace("{", "{{").replace("}", "}}")),
+        (ValueError, "cannot sample: the logits admit no permutation (every one uses a -inf "
+                     "entry)"),
         (ValueError, "logits must be a square (M, M) matrix"),
     )
 
 
-_NOT_SQUARE = 4
-assert (HL_TOO_LARGE, HL_BAD_LOGITS, HL_NOT_ACCEPTED) == (1, 2, 3)  # the messages above
+_NOT_SQUARE = 5
+assert (HL_TOO_LARGE, HL_BAD_LOGITS, HL_NOT_ACCEPTED, HL_NO_PERMUTATION) == (1, 2, 3, 4)
 
 
 @numba_core_rv_funcify.register(PermutationExpFamilyBetheRV)
@@ -379,7 +382,10 @@ class PermutationExpFamily(pm.Discrete):
         about ``0.5 log(2 pi M / e)``; see the large-M guide), O(M^2) per fixed-point sweep, M up
         to 5,000, differentiable, for find_MAP / NUTS on large problems. Its draws are EXACT
         (Huber-Law accept-reject, M <= ``HUBER_LAW_MAX_M``), and raise ``RuntimeError`` when the
-        weights are too spread for the sampler's work budget ``max_work``.
+        weights are too spread for the sampler's work budget ``max_work``. With every method,
+        logits that admit no permutation fail the parameter check of ``logp``
+        (``ParameterValueError``; ``-inf`` inside a model) and draws raise ``ValueError``.
+        ``dist`` refuses ``M = 0`` (no item) when the shape is known.
     max_work : int, default 1e8 (``HUBER_LAW_MAX_WORK``)
         ``method="bethe"`` only: the work budget of one exact Huber-Law draw, in trials x M^2
         elementary steps (about 1-5 s on one core; 2,500 trials at M = 200, capped at
@@ -453,6 +459,7 @@ class PermutationExpFamily(pm.Discrete):
         m0, m1 = logits.type.shape[-2:]
         if m0 is not None and m1 is not None and m0 != m1:
             raise ValueError(f"logits must be square in the last two dims; got {logits.type.shape}")
+        refuse_empty("PermutationExpFamily", "logits", logits, 2)
         if m0 is not None and method == "exact":
             check_exact_size(m0)  # refuse at once, before any graph is compiled
         if m0 is not None and method == "glynn":

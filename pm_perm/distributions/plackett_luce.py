@@ -17,7 +17,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
+from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
 from pm_perm.distributions._values import integer_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
@@ -107,7 +107,7 @@ def _numba_plackett_luce(op, node):
     @numba_basic.numba_njit
     def core_draw(rng, utilities, weights, length_probs, out=None):
         w = np.float64(weights)
-        if not (w >= 0.0 and w == np.round(w)):
+        if not (np.isfinite(w) and w >= 0.0 and w == np.round(w)):
             raise _DrawError(_BAD_WEIGHTS)
         u, lp = np.ascontiguousarray(utilities), np.ascontiguousarray(length_probs)
         if out is None:
@@ -168,7 +168,8 @@ class PlackettLuce(pm.Discrete):
         one of them.
     weights : tensor_like of int, shape (...), optional
         Non-negative integer counts: ``logp = weights * log p(order)`` (one row per distinct
-        order, ``weights=data.counts``). Draws ignore them.
+        order, ``weights=data.counts``). Draws ignore them, but refuse invalid ones (NaN,
+        infinite, negative or fractional) as the parameter check of ``logp`` does.
     length_probs : tensor_like of float, shape (..., M + 1), optional
         Probabilities of ranking ``k = 0..M`` items. Given, draws are top-k ballots (draw a
         complete ranking, keep the first ``k ~ length_probs``) and ``logp`` adds
@@ -223,6 +224,7 @@ class PlackettLuce(pm.Discrete):
         utilities = pt.as_tensor_variable(utilities)
         if utilities.type.ndim < 1:
             raise ValueError("utilities must have shape (..., M)")
+        refuse_empty("PlackettLuce", "utilities", utilities, 1)
         utilities = pt.cast(utilities, "float64")
         if weights is None:
             weights = pt.constant(1.0, dtype="float64")
@@ -258,7 +260,8 @@ class PlackettLuce(pm.Discrete):
         else:  # one order per utilities row
             ll = plackett_luce_loglik(utilities, value[..., None, :])[..., 0]
         conditions = [pt.all(pt.isfinite(utilities)),
-                      pt.all(pt.ge(weights, 0) & pt.eq(weights, pt.round(weights)))]
+                      pt.all(pt.isfinite(weights) & pt.ge(weights, 0)
+                             & pt.eq(weights, pt.round(weights)))]
         msgs = ["utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
         if length_probs.type.shape[-1] != 0:
             k = pt.sum(pt.ge(value, 0), axis=-1)

@@ -7,6 +7,8 @@ index it does not guard.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from pm_perm._numba import njit
@@ -36,9 +38,12 @@ def as_float_array(x, name: str, min_ndim: int = 1, max_abs: float = LOGIT_ABS_M
     """Return ``x`` as a C-contiguous, writable float64 array (:func:`c_array`), rejecting NaN
     and too few dimensions.
 
-    ``-inf`` is allowed (it means "forbidden"); ``+inf``, NaN and finite values of magnitude
-    above ``max_abs`` are rejected.
+    ``-inf`` is allowed (it means "forbidden"); ``+inf``, NaN, finite values of magnitude
+    above ``max_abs`` and complex input (NumPy would keep only the real part) are rejected.
     """
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name} must be real numbers; got complex values (pass np.real({name}) "
+                        "if the real part is what you mean)")
     try:
         arr = c_array(x)
     except (TypeError, ValueError) as err:
@@ -86,3 +91,136 @@ def finite_or_minus_inf(W):
             if w != w or w == np.inf or (w != -np.inf and abs(w) > LOGIT_ABS_MAX):
                 return False
     return True
+
+
+@njit(cache=True)
+def hall_violator(W):
+    """Whether the finite entries of the (M, M) matrix ``W`` hold a perfect matching, that is
+    whether some permutation avoids every ``-inf`` entry (``perm(exp W) > 0``).
+
+    Returns ``(ok, rows, cols)``: when ``ok`` is False, the boolean masks ``rows`` and ``cols``
+    are a Hall violator: the rows of ``rows`` have finite entries only in the columns of
+    ``cols``, and there are fewer of those (both all False when ``ok``). Augmenting paths
+    (Kuhn 1955) from a greedy matching, by breadth-first search: O(M^2) per augmentation, so
+    O(M^2) for dense patterns and O(M^3) at worst; the weights themselves play no part (the
+    Hungarian algorithm, which also decides this, slows down on ties: 9 s against 0.01 s for an
+    all-zero 2000 x 2000 matrix with 10 % of its entries -inf).
+    """
+    M = W.shape[0]
+    row_of_col = np.full(M, -1, dtype=np.int64)
+    col_of_row = np.full(M, -1, dtype=np.int64)
+    for i in range(M):
+        for j in range(M):
+            if W[i, j] != -np.inf and row_of_col[j] < 0:
+                row_of_col[j] = i
+                col_of_row[i] = j
+                break
+    parent = np.empty(M, dtype=np.int64)  # the row from which the search reached a column
+    queue = np.empty(M, dtype=np.int64)
+    rows = np.zeros(M, dtype=np.bool_)
+    cols = np.zeros(M, dtype=np.bool_)
+    for i in range(M):
+        if col_of_row[i] >= 0:
+            continue
+        rows[:] = False
+        cols[:] = False
+        rows[i] = True
+        queue[0] = i
+        head, tail, free = 0, 1, -1
+        while head < tail and free < 0:
+            r = queue[head]
+            head += 1
+            for j in range(M):
+                if W[r, j] != -np.inf and not cols[j]:
+                    cols[j] = True
+                    parent[j] = r
+                    if row_of_col[j] < 0:
+                        free = j
+                        break
+                    rows[row_of_col[j]] = True
+                    queue[tail] = row_of_col[j]
+                    tail += 1
+        if free < 0:  # every column the rows reach is matched to one of them: Hall violator
+            return False, rows, cols
+        j = free  # augment along the path back to row i
+        while j >= 0:
+            r = parent[j]
+            nxt = col_of_row[r]
+            col_of_row[r] = j
+            row_of_col[j] = r
+            j = nxt
+    rows[:] = False
+    cols[:] = False
+    return True, rows, cols
+
+
+def _listed(mask, limit=8):
+    idx = np.flatnonzero(mask)
+    return ", ".join(map(str, idx[:limit])) + (", ..." if idx.size > limit else "")
+
+
+def check_admits_permutation(W, name: str = "logits") -> None:
+    """Raise ``ValueError`` unless every (M, M) matrix of the validated logits ``W`` (..., M, M)
+    admits a permutation avoiding its ``-inf`` entries (:func:`hall_violator`); the message
+    names the matrix and an all ``-inf`` row or column, or rows that share too few columns."""
+    M = W.shape[-1]
+    flat = W.reshape(-1, M, M)
+    for b in range(flat.shape[0]):
+        ok, rows, cols = hall_violator(np.ascontiguousarray(flat[b]))
+        if ok:
+            continue
+        where = (f"[{', '.join(map(str, np.unravel_index(b, W.shape[:-2])))}]"
+                 if W.ndim > 2 else "")
+        dead_rows = np.isneginf(flat[b]).all(axis=1)
+        dead_cols = np.isneginf(flat[b]).all(axis=0)
+        if dead_rows.any():
+            detail = f"row {_listed(dead_rows, 1)} is all -inf"
+        elif dead_cols.any():
+            detail = f"column {_listed(dead_cols, 1)} is all -inf"
+        else:
+            detail = (f"rows {_listed(rows)} have finite entries only in column"
+                      f"{'s' if cols.sum() > 1 else ''} {_listed(cols)}, fewer than the rows")
+        raise ValueError(f"{name}{where} admit no permutation (every one uses a -inf entry): "
+                         f"{detail}; make more of those entries finite")
+
+
+def check_weights(weights, n: int, name: str = "weights") -> np.ndarray:
+    """``weights`` as a C-contiguous float64 array of shape ``(n,)`` (one per order), refusing
+    another shape, complex numbers and NaN or infinite entries (naming the first)."""
+    if np.iscomplexobj(weights):
+        raise TypeError(f"{name} must be real numbers; got complex values")
+    try:
+        g = c_array(weights)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be real numbers; got {type(weights).__name__}") from err
+    if g.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), one per order; got shape {g.shape}")
+    bad = ~np.isfinite(g)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name}[{i}] = {g[i]} is not finite; {name} must be finite numbers "
+                         "(e.g. the count of each order)")
+    return g
+
+
+def as_size(size, name: str = "size") -> tuple[int, ...]:
+    """``size`` (an int or a sequence of ints) as a tuple of non-negative ints, refusing
+    fractions (``2.5`` would otherwise become 2), NaN and negative numbers."""
+    arr = np.atleast_1d(np.asarray(size))
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu") or (arr < 0).any():
+        raise ValueError(f"{name} must be a non-negative integer or a tuple of them; "
+                         f"got {size!r}")
+    return tuple(int(s) for s in arr)
+
+
+def as_count(x, name: str, minimum: int = 0) -> int:
+    """``x`` as an int of at least ``minimum``, refusing NaN, infinities, fractions and
+    non-numbers with a message naming ``name`` (integral floats such as ``1e3`` are accepted)."""
+    try:
+        ok = isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_) \
+            and float(x) == int(x)
+    except (ValueError, OverflowError):  # NaN, infinities
+        ok = False
+    if not ok or int(x) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {x!r}")
+    return int(x)

@@ -50,7 +50,12 @@ import numpy as np
 from numba import carray
 
 from pm_perm._numba import njit
-from pm_perm.kernels._checks import as_square_logits, finite_or_minus_inf
+from pm_perm.kernels._checks import (
+    as_square_logits,
+    check_admits_permutation,
+    finite_or_minus_inf,
+    hall_violator,
+)
 from pm_perm.kernels.assignment import dual_scaled
 from pm_perm.kernels.bethe_newton import NEWTON_MAX_M, newton_kkt
 from pm_perm.kernels.bethe_vertex import vertex_certificate
@@ -200,8 +205,9 @@ def bethe_core(W2, tol, max_iter):
 
     Returns ``(log_perm_B, gamma, n_iter, err)``. ``err`` is the final max violation of double
     stochasticity / stationarity; the caller decides whether it is small enough (``err <= tol``
-    means converged). If some row or column has no finite entry, returns ``-inf``, zeros, 0,
-    0.0 (no permutation has finite weight).
+    means converged). If no permutation avoids the ``-inf`` entries (:func:`hall_violator`:
+    checked first, as every iterative stage would otherwise run to ``max_iter`` on a problem
+    with no fixed point), returns ``-inf``, zeros, 0, 0.0.
     """
     M = W2.shape[0]
     G = np.zeros((M, M))
@@ -209,16 +215,21 @@ def bethe_core(W2, tol, max_iter):
     # factor that we add back in the value).
     shift = 0.0
     B = np.empty((M, M))
+    forbidden = False
     for i in range(M):
         mx = -math.inf
         for j in range(M):
             if W2[i, j] > mx:
                 mx = W2[i, j]
+            elif W2[i, j] == -math.inf:
+                forbidden = True
         if mx == -math.inf:
             return -math.inf, G, 0, 0.0
         shift += mx
         for j in range(M):
             B[i, j] = math.exp(W2[i, j] - mx)
+    if forbidden and not hall_violator(W2)[0]:
+        return -math.inf, G, 0, 0.0
     underflow = False
     for j in range(M):
         mx = 0.0
@@ -410,10 +421,14 @@ def _cccp(B, tol, max_iter, G):
     for it in range(max_iter):
         n_iter = it + 1
         # Row scaling of K then column scaling: one Sinkhorn sweep.
+        # A scaling sum of 0 or inf (scalings diverging: no doubly-stochastic matrix on this
+        # support) ends the run unconverged; 1 / 0 would raise ZeroDivisionError in numba.
         for i in range(M):
             s = 0.0
             for j in range(M):
                 s += K[i, j] * v[j]
+            if not (0.0 < s < math.inf):
+                return n_iter, math.inf
             u[i] = 1.0 / s
         for j in range(M):
             v[j] = 0.0
@@ -422,6 +437,8 @@ def _cccp(B, tol, max_iter, G):
             for j in range(M):
                 v[j] += K[i, j] * ui
         for j in range(M):
+            if not (0.0 < v[j] < math.inf):
+                return n_iter, math.inf
             v[j] = 1.0 / v[j]
         for i in range(M):
             for j in range(M):
@@ -467,7 +484,10 @@ def _bethe_value(B, G, M):
     return val
 
 
-def _run(W, tol, max_iter):
+def _run(W, tol, max_iter, strict=True):
+    """Values and beliefs of the logits ``W`` (..., M, M), validated. A matrix that admits no
+    permutation raises ``ValueError`` (:func:`check_admits_permutation`) when ``strict``, else
+    gets ``-inf`` and zero beliefs (the Ops, as the exact ones)."""
     arr = as_square_logits(W)
     M = arr.shape[-1]
     if M > BETHE_MAX_M:
@@ -486,15 +506,12 @@ def _run(W, tol, max_iter):
     margs = np.empty_like(flat)
     for b in range(flat.shape[0]):
         v, g, n_iter, err = bethe_core(np.ascontiguousarray(flat[b]), float(tol), max_iter)
-        if v == -math.inf:
-            raise ValueError(
-                "no permutation has finite weight: some row or column of the logits is all -inf"
-            )
+        if v == -math.inf and strict:
+            check_admits_permutation(arr)  # raises, naming the matrix and the -inf pattern
         if not (err <= tol):
             raise BetheConvergenceError(
                 f"Bethe fixed point did not converge in {n_iter} sweeps (max_iter={max_iter}): "
-                f"residual {err:.3g} > tol {tol:.3g}. Either no perfect matching with finite "
-                "weight exists (check the -inf pattern), or the weights are very spread out: "
+                f"residual {err:.3g} > tol {tol:.3g}: the weights are very spread out; "
                 "increase max_iter or loosen tol."
             )
         vals[b] = v
@@ -522,6 +539,16 @@ def bethe_log_permanent_and_marginals(W, tol=1e-9, max_iter=100_000):
     beliefs : ndarray, shape (..., M, M)
         Doubly-stochastic Bethe beliefs, the approximation of ``P(y[i] = j)``; also the gradient
         of ``log_perm_b`` with respect to ``W``.
+
+    Raises
+    ------
+    ValueError
+        For NaN, ``+inf`` or non-square logits, M beyond ``BETHE_MAX_M``, and logits that
+        admit no permutation (every one uses a ``-inf`` entry; the message names the rows
+        concerned). The Ops of :mod:`pm_perm.ops.bethe` return ``-inf`` for those instead, as
+        the exact ones do.
+    BetheConvergenceError
+        If the fixed point is not reached within ``max_iter`` sweeps.
 
     Notes
     -----

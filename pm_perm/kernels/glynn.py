@@ -59,6 +59,7 @@ from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
 from pm_perm.kernels._checks import (
     LOGIT_ABS_MAX,
+    as_size,
     as_square_logits,
     c_array,
     finite_or_minus_inf,
@@ -514,7 +515,7 @@ def glynn_sample_permutations(W, size=None, rng=None):
     rng = np.random.default_rng(rng)
     arr, wbatch, _ = _prepare(W)
     M = arr.shape[-1]
-    size = wbatch if size is None else tuple(int(s) for s in np.atleast_1d(size))
+    size = wbatch if size is None else as_size(size)
     try:
         arr = np.broadcast_to(arr, size + (M, M))
     except ValueError as err:

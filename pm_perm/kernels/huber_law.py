@@ -39,11 +39,19 @@ from numba import carray
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, c_array
+from pm_perm.kernels._checks import (
+    LOGIT_ABS_MAX,
+    as_size,
+    as_square_logits,
+    c_array,
+    check_admits_permutation,
+    hall_violator,
+)
 
 __all__ = [
     "HL_BAD_LOGITS",
     "HL_NOT_ACCEPTED",
+    "HL_NO_PERMUTATION",
     "HL_TOO_LARGE",
     "HUBER_LAW_MAX_M",
     "HuberLawTrialsExceeded",
@@ -220,7 +228,7 @@ def huber_law_sample_core(rng, A, n_samples, max_trials):
 
 
 #: Statuses of the C kernel of :func:`make_huber_law_draw_kernel` (0: a draw).
-HL_TOO_LARGE, HL_BAD_LOGITS, HL_NOT_ACCEPTED = 1, 2, 3
+HL_TOO_LARGE, HL_BAD_LOGITS, HL_NOT_ACCEPTED, HL_NO_PERMUTATION = 1, 2, 3, 4
 
 
 def make_huber_law_draw_kernel(version):
@@ -230,7 +238,8 @@ def make_huber_law_draw_kernel(version):
     runs the accept-reject loop with the caller's random stream (numpy's ``bitgen_t`` at
     ``bitgen``, :mod:`pm_perm.kernels._bitgen`) for one draw into the (m,) int64 array at
     ``out``. Returns 0, ``HL_TOO_LARGE`` (m beyond ``HUBER_LAW_MAX_M``), ``HL_BAD_LOGITS`` (NaN,
-    ``+inf`` or finite logits beyond 1e300) or ``HL_NOT_ACCEPTED`` (no draw accepted in
+    ``+inf`` or finite logits beyond 1e300), ``HL_NO_PERMUTATION`` (every permutation uses a
+    ``-inf`` entry: no trial could be accepted) or ``HL_NOT_ACCEPTED`` (no draw accepted in
     ``max_trials`` trials, or the (P1) guard). ``version`` keys numba's cache as in
     :func:`pm_perm.kernels.permanent.make_op_kernel`.
     """
@@ -245,6 +254,8 @@ def make_huber_law_draw_kernel(version):
             for j in range(m):
                 if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
                     return HL_BAD_LOGITS
+        if not hall_violator(W)[0]:
+            return HL_NO_PERMUTATION
         # np.int64 constants, not literals: numba would compile a separate variant of each
         # callee for the literal 20 and 1 (the Python API passes int64)
         A, _ = _scale_core(W, np.int64(20))
@@ -262,15 +273,14 @@ def make_huber_law_draw_kernel(version):
 def huber_law_scale(W, n_sweeps=20):
     """Rescale ONE logit matrix to ``A`` in [0, 1] (same p(y)).
 
-    Returns ``(A, log_c)`` with perm(e^W) = perm(A) e^log_c.
+    Returns ``(A, log_c)`` with perm(e^W) = perm(A) e^log_c. Raises ``ValueError`` when the
+    logits admit no permutation (every one uses a ``-inf`` entry), for which no trial of the
+    sampler could be accepted.
     """
     arr = as_square_logits(W)
     if arr.ndim != 2:
         raise ValueError(f"huber_law_scale takes one (M, M) matrix; got shape {arr.shape}")
-    if not np.isfinite(arr).any(axis=1).all() or not np.isfinite(arr).any(axis=0).all():
-        raise ValueError(
-            "no permutation has finite weight: some row or column of the logits is all -inf"
-        )
+    check_admits_permutation(arr)
     return _scale_core(arr, int(n_sweeps))
 
 
@@ -319,7 +329,7 @@ def huber_law_sample(W, size=None, rng=None, max_trials=1_000_000, return_stats=
     ----------
     W : array_like of float, shape (..., M, M)
         Logits; ``-inf`` marks a forbidden edge.
-    size : None or tuple of int
+    size : None, int or tuple of int
         RandomVariable convention: ``None`` -> one sample per matrix (shape ``W.shape[:-1]``);
         a tuple -> the full batch shape (W's batch broadcast to it) + ``(M,)``.
     rng : numpy Generator, int or None
@@ -331,6 +341,15 @@ def huber_law_sample(W, size=None, rng=None, max_trials=1_000_000, return_stats=
     Returns
     -------
     samples : int64 ndarray, ``samples[..., i]`` = column matched to row ``i``.
+
+    Raises
+    ------
+    ValueError
+        For invalid logits (NaN, ``+inf``, not square), logits that admit no permutation
+        (every one uses a ``-inf`` entry), M beyond ``HUBER_LAW_MAX_M``, or a ``size`` that is
+        not a tuple of non-negative integers or does not fit the logits' batch shape.
+    HuberLawTrialsExceeded
+        When ``max_trials`` trials did not give all the samples.
 
     Notes
     -----
@@ -349,9 +368,7 @@ def huber_law_sample(W, size=None, rng=None, max_trials=1_000_000, return_stats=
     _check_m(M)
     rng = np.random.default_rng(rng)
     batch = arr.shape[:-2]
-    if size is None:
-        size = batch
-    size = tuple(int(s) for s in np.atleast_1d(size)) if size != () else ()
+    size = batch if size is None else as_size(size)
     try:
         full = np.broadcast_shapes(batch, size)
     except ValueError:

@@ -46,7 +46,7 @@ import numpy as np
 from numba import carray
 
 from pm_perm._numba import njit
-from pm_perm.kernels._checks import as_square_logits, c_array, finite_or_minus_inf
+from pm_perm.kernels._checks import as_square_logits, check_weights, finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels.permanent import (
     EXACT_MAX_M,
@@ -335,21 +335,25 @@ def partial_order_loglik_and_grad(W, orders, weights):
     W : array_like of float, shape (..., M, M)
     orders : array_like of int, shape (n, M)
     weights : array_like of float, shape (n,)
-        E.g. the count of each distinct order.
+        Finite real numbers, e.g. the count of each distinct order.
 
     Returns
     -------
     total : ndarray of float64, shape (...)
     grad : ndarray of float64, shape (..., M, M)
 
+    Raises
+    ------
+    ValueError
+        For invalid logits or orders, M beyond the exact limit, and ``weights`` of another
+        shape or with a NaN or infinite entry (named in the message).
+
     Notes
     -----
     One suffix table and one adjoint sweep per matrix, O(M 2^M), whatever ``n``.
     """
     arr, orders = _prepare(W, orders)
-    weights = c_array(weights)
-    if weights.shape != (orders.shape[0],):
-        raise ValueError(f"weights must have shape ({orders.shape[0]},); got {weights.shape}")
+    weights = check_weights(weights, orders.shape[0])
     flat = arr.reshape((-1,) + arr.shape[-2:])
     _, totals, grad = _batch(flat, orders, weights, True)
     return totals.reshape(arr.shape[:-2]), grad.reshape(arr.shape)

@@ -42,7 +42,12 @@ from numba.core.types import ExternalFunction
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_square_logits, finite_or_minus_inf
+from pm_perm.kernels._checks import (
+    LOGIT_ABS_MAX,
+    as_size,
+    as_square_logits,
+    finite_or_minus_inf,
+)
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 from pm_perm.kernels.glynn import GLYNN_MAX_M, format_seconds, glynn_seconds_estimate
 
@@ -72,7 +77,9 @@ def memory_budget() -> int:
     """Bytes the exact engine may allocate for its tables.
 
     Read from the environment variable ``PM_PERM_MEMORY_BUDGET`` (an integer number of bytes,
-    or with a suffix ``K``, ``M``, ``G``: powers of 1024); default 2 GiB.
+    or with a suffix ``K``, ``M``, ``G``: powers of 1024); default 2 GiB. A value that is not a
+    positive finite byte count (``-1``, ``0``, ``infG``, ``nanG``, ``2x``) raises ``ValueError``
+    naming the variable.
     """
     raw = os.environ.get("PM_PERM_MEMORY_BUDGET", "").strip()
     if not raw:
@@ -80,12 +87,17 @@ def memory_budget() -> int:
     mult = {"K": 2**10, "M": 2**20, "G": 2**30}
     try:
         if raw[-1].upper() in mult:
-            return int(float(raw[:-1]) * mult[raw[-1].upper()])
-        return int(raw)
-    except ValueError as err:
+            budget = int(float(raw[:-1]) * mult[raw[-1].upper()])
+        else:
+            budget = int(raw)
+    except (ValueError, OverflowError):  # not a number; NaN; infinity
+        budget = 0
+    if budget < 1:
         raise ValueError(
-            f"PM_PERM_MEMORY_BUDGET={raw!r} is not a byte count; use e.g. 2147483648 or 2G"
-        ) from err
+            f"PM_PERM_MEMORY_BUDGET={raw!r} is not a positive byte count; set it to e.g. "
+            "2147483648 or 2G, or unset it for the default of 2 GiB"
+        )
+    return budget
 
 
 #: The part of the "beyond the exact limit" message after the numbers (shared by the static
@@ -805,7 +817,7 @@ def sample_permutations(W, size=None, rng=None):
     M = arr.shape[-1]
     check_exact_size(M)
     wbatch = arr.shape[:-2]
-    size = wbatch if size is None else tuple(int(s) for s in np.atleast_1d(size))
+    size = wbatch if size is None else as_size(size)
     try:
         index = np.broadcast_to(np.arange(math.prod(wbatch)).reshape(wbatch), size)
     except ValueError as err:

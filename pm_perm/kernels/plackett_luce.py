@@ -35,7 +35,7 @@ from numba import carray
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import as_float_array, c_array
+from pm_perm.kernels._checks import as_float_array, as_size, c_array, check_weights
 from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
 
 __all__ = [
@@ -291,6 +291,7 @@ PL_DRAW_ERRORS = (
     "length_probs must have M + 1 entries (probabilities of k = 0..M)",
     "length_probs must be finite and non-negative",
     "length_probs must sum to 1",
+    "utilities must have M >= 1 items",
 )
 
 
@@ -301,6 +302,8 @@ def draw_plackett_luce_into(rng, u, length_probs, y):
     rest -1). Returns 0, or the index in ``PL_DRAW_ERRORS`` of the input error (``y`` then not a
     draw). The body of the C kernel of :func:`make_plackett_luce_draw_kernel`."""
     M = u.shape[0]
+    if M == 0:
+        return 5
     if not _finite(u):
         return 1
     keys = np.empty(M)
@@ -423,13 +426,13 @@ def plackett_luce_loglik(utilities, orders):
 def plackett_luce_loglik_and_grad(utilities, orders, weights=None):
     """``(sum_n weights[n] loglik[n], its gradient in utilities)``, batched over ``...``.
 
-    Returns arrays of shape (...) and (..., M); O(n M) per utilities vector.
+    Returns arrays of shape (...) and (..., M); O(n M) per utilities vector. ``weights`` (n,),
+    default all 1, are finite real numbers (counts, or a cotangent); a wrong shape or a NaN or
+    infinite weight raises ``ValueError`` naming it.
     """
     u = _utilities(utilities)
     arr = validate_orders(orders, u.shape[-1])
-    g = np.ones(arr.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-    if g.shape != (arr.shape[0],) or not np.all(np.isfinite(g)):
-        raise ValueError(f"weights must be finite with shape ({arr.shape[0]},); got {g.shape}")
+    g = np.ones(arr.shape[0]) if weights is None else check_weights(weights, arr.shape[0])
     flat = u.reshape(-1, u.shape[-1])
     total = np.empty(flat.shape[0])
     grad = np.empty_like(flat)
@@ -442,8 +445,9 @@ def plackett_luce_loglik_and_grad(utilities, orders, weights=None):
 def sample_plackett_luce(utilities, size=None, rng=None, length_probs=None):
     """Exact PL draws in rank form, int64 (*size, M); see :func:`sample_plackett_luce_core`.
 
-    ``size`` is the full batch shape (utilities' batch shape broadcasts to it); with
-    ``length_probs`` (..., M + 1) each draw keeps its first ``k ~ length_probs`` items.
+    ``size`` (an int or a tuple of ints) is the full batch shape (utilities' batch shape
+    broadcasts to it); with ``length_probs`` (..., M + 1) each draw keeps its first
+    ``k ~ length_probs`` items.
     """
     rng = np.random.default_rng(rng)
     u = _utilities(utilities)
@@ -451,7 +455,7 @@ def sample_plackett_luce(utilities, size=None, rng=None, length_probs=None):
     lp = (np.zeros(u.shape[:-1] + (0,)) if length_probs is None
           else check_length_probs(length_probs, M))
     batch = np.broadcast_shapes(u.shape[:-1], lp.shape[:-1])
-    size = batch if size is None else tuple(int(s) for s in np.atleast_1d(size))
+    size = batch if size is None else as_size(size)
     try:
         ub = np.broadcast_to(u, size + (M,)).reshape(-1, M)
         lpb = np.broadcast_to(lp, size + lp.shape[-1:]).reshape(ub.shape[0], lp.shape[-1])

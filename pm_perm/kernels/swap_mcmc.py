@@ -18,7 +18,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from pm_perm._numba import njit
-from pm_perm.kernels._checks import as_square_logits
+from pm_perm.kernels._checks import as_count, as_square_logits, check_admits_permutation
 
 __all__ = ["swap_mcmc_core", "swap_mcmc_sample", "swap_mcmc_chains"]
 
@@ -66,6 +66,7 @@ def swap_mcmc_chains(rng, W2, Y, n_steps):
 def _init_state(W2, init):
     M = W2.shape[0]
     if init is None:
+        check_admits_permutation(W2)
         # Start at the mode (maximum-weight matching); finite whenever any permutation is.
         cost = np.where(np.isfinite(W2), W2, -1e300)
         rows, cols = linear_sum_assignment(cost, maximize=True)
@@ -73,13 +74,21 @@ def _init_state(W2, init):
         y[rows] = cols
     else:
         y = np.asarray(init)
-        if y.shape != (M,) or not np.issubdtype(y.dtype, np.integer):
-            raise ValueError(f"init must be an integer permutation of shape ({M},); got {y.shape}")
+        if y.shape != (M,):
+            raise ValueError(f"init must be a permutation of 0..{M - 1} (shape ({M},)); got "
+                             f"shape {y.shape}")
+        if not np.issubdtype(y.dtype, np.integer):
+            raise ValueError(f"init must be a permutation of the integers 0..{M - 1}; got dtype "
+                             f"{y.dtype} ({init!r}): pass integers, e.g. np.arange({M})")
         y = y.astype(np.int64).copy()
         if not (np.sort(y) == np.arange(M)).all():
-            raise ValueError("init must be a permutation of 0..M-1")
-    if not np.isfinite(W2[np.arange(M), y].sum()):
-        raise ValueError("no permutation with finite weight (or init uses a forbidden -inf edge)")
+            raise ValueError(f"init must be a permutation of 0..{M - 1} (each once); got {y}")
+    bad = np.isneginf(W2[np.arange(M), y])
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise ValueError(f"init uses forbidden (-inf) entries of the logits, in rows "
+                         f"{rows[:8].tolist()}: start from a permutation of finite weight, or "
+                         "init=None (the max-weight matching)")
     return y
 
 
@@ -92,16 +101,23 @@ def swap_mcmc_sample(W, n_samples, rng=None, init=None, sweeps_per_sample=1, bur
     n_samples : int
     rng : numpy Generator, int or None
     init : None or int array (M,)
-        Starting permutation; default the maximum-weight matching.
+        Starting permutation of the integers ``0..M-1``; default the maximum-weight matching.
     sweeps_per_sample : int
-        Thinning: M * sweeps_per_sample swap proposals between recorded draws.
+        Thinning: M * sweeps_per_sample swap proposals between recorded draws (>= 1).
     burn_in_sweeps : int
-        Discarded sweeps before the first recorded draw.
+        Discarded sweeps before the first recorded draw (>= 0).
 
     Returns
     -------
     samples : int64 ndarray (n_samples, M)
     acceptance_rate : float
+
+    Raises
+    ------
+    ValueError
+        For invalid logits, counts that are not integers in range (also NaN), an ``init`` that
+        is not a permutation of ``0..M-1`` (named with what is wrong), and logits or an
+        ``init`` under which the chain has no state of finite weight.
 
     Notes
     -----
@@ -112,13 +128,13 @@ def swap_mcmc_sample(W, n_samples, rng=None, init=None, sweeps_per_sample=1, bur
     arr = as_square_logits(W)
     if arr.ndim != 2:
         raise ValueError(f"one (M, M) matrix expected; got shape {arr.shape}")
-    n_samples = int(n_samples)
-    if n_samples < 1 or sweeps_per_sample < 1 or burn_in_sweeps < 0:
-        raise ValueError("n_samples, sweeps_per_sample must be >= 1 and burn_in_sweeps >= 0")
+    n_samples = as_count(n_samples, "n_samples", 1)
+    sweeps_per_sample = as_count(sweeps_per_sample, "sweeps_per_sample", 1)
+    burn_in_sweeps = as_count(burn_in_sweeps, "burn_in_sweeps", 0)
     rng = np.random.default_rng(rng)
     M = arr.shape[0]
     y = _init_state(arr, init)
     if burn_in_sweeps:
-        swap_mcmc_core(rng, arr, y, 1, M * int(burn_in_sweeps))
-    out, acc = swap_mcmc_core(rng, arr, y, n_samples, M * int(sweeps_per_sample))
-    return out, acc / max(1, n_samples * M * int(sweeps_per_sample))
+        swap_mcmc_core(rng, arr, y, 1, M * burn_in_sweeps)
+    out, acc = swap_mcmc_core(rng, arr, y, n_samples, M * sweeps_per_sample)
+    return out, acc / max(1, n_samples * M * sweeps_per_sample)

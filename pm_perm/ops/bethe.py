@@ -5,8 +5,9 @@
 ``bethe_marginals(W)`` (``(m,m)->(m,m)``), exact at the fixed point (envelope theorem), so
 find_MAP / NUTS see a consistent value and gradient. Cost O(M^2) per fixed-point sweep; M up to
 ``BETHE_MAX_M``. Non-convergence raises instead of returning an unconverged value. Logits with
-NaN, ``+inf`` or finite entries beyond ``LOGIT_ABS_MAX`` give NaN outputs, as the exact
-permanent Ops do (a sampler then rejects the point).
+NaN, ``+inf`` or finite entries beyond ``LOGIT_ABS_MAX`` give NaN outputs, and logits that
+admit no permutation (every one uses a ``-inf`` entry) give ``-inf`` and zero beliefs, as the
+exact permanent Ops do (PyMC's parameter checks then refuse the point).
 """
 
 from __future__ import annotations
@@ -46,11 +47,12 @@ __all__ = [
 
 def _value_and_beliefs(W, tol, max_iter):
     """Python-mode outputs of one matrix: ``(log perm_B as a 0-d array, beliefs)``; NaN for NaN,
-    ``+inf`` or finite logits beyond ``LOGIT_ABS_MAX`` (the numba path does the same)."""
+    ``+inf`` or finite logits beyond ``LOGIT_ABS_MAX``, ``-inf`` and zero beliefs for logits that
+    admit no permutation (the numba path does the same)."""
     W = np.ascontiguousarray(W)
     if not finite_or_minus_inf(W):
         return np.asarray(np.nan), np.full(W.shape, np.nan)
-    v, g = _run(W, tol, max_iter)
+    v, g = _run(W, tol, max_iter, strict=False)
     return np.asarray(v), g
 
 
@@ -183,11 +185,10 @@ class _BetheError(StatusError):
 
     messages = (
         (ValueError, ""),
-        (ValueError, "Bethe: no permutation has finite weight (a row/column is all -inf)"),
+        (ValueError, ""),  # BETHE_NO_PERMUTATION: not an error (-inf, zero beliefs)
         (BetheConvergenceError,
-         "Bethe fixed point did not converge within max_iter sweeps to tol. Either no perfect "
-         "matching with finite weight exists (check the -inf pattern), or the weights are very "
-         "spread out: increase max_iter or loosen tol."),
+         "Bethe fixed point did not converge within max_iter sweeps to tol: the weights are "
+         "very spread out; increase max_iter or loosen tol."),
         (ValueError, "Bethe approximation: M exceeds BETHE_MAX_M"),
         (ValueError, "logits must be square (..., M, M); got {} x {}"),
     )
@@ -200,7 +201,8 @@ assert BETHE_NO_PERMUTATION == 1 and BETHE_NOT_CONVERGED == 2  # the first statu
 def _bethe_numba(tol, max_iter):
     """``bethe(W, value, beliefs)`` in compiled code: writes ``log perm_B`` to the 0-d array
     ``value`` and the beliefs to ``beliefs`` (M, M); NaN for NaN, ``+inf`` or finite logits
-    beyond ``LOGIT_ABS_MAX``; raises like :func:`pm_perm.kernels.bethe._run` otherwise."""
+    beyond ``LOGIT_ABS_MAX``, ``-inf`` and zeros for logits that admit no permutation; raises
+    like :func:`pm_perm.kernels.bethe._run` otherwise."""
     kernel = _EXTERN().external
 
     @numba_basic.numba_njit
@@ -214,7 +216,7 @@ def _bethe_numba(tol, max_iter):
         v = np.empty(1)
         g = c_contiguous_out(beliefs)
         status = kernel(Wc.ctypes, M, tol, max_iter, v.ctypes, g.ctypes)
-        if status != 0:
+        if status != 0 and status != BETHE_NO_PERMUTATION:
             raise _BetheError(status)
         value[()] = v[0]
         copy_back(beliefs, g)

@@ -251,3 +251,40 @@ def test_nutpie_default_sampler():
 def test_top_level_api():
     assert pm_perm.EXACT_MAX_M == 26
     assert pm_perm.max_weight_matching(np.eye(3)).tolist() == [0, 1, 2]
+
+
+def test_bethe_refuses_logits_with_no_permutation_like_exact(capfd):
+    # X: rows 0 and 1 reach column 0 only, no row or column all -inf; R: an all -inf row.
+    # Before, method="bethe" gave -inf from pm.logp with ZeroDivisionError tracebacks on
+    # stderr (X) or a plain ValueError (R), and its draws advised swap MCMC.
+    X = np.array([[0, -np.inf, -np.inf], [0, -np.inf, -np.inf], [0, 0, 0.0]])
+    R = np.zeros((3, 3))
+    R[0] = -np.inf
+    for W in (X, R):
+        for method in ("exact", "bethe"):
+            rv = PermutationExpFamily.dist(logits=W, method=method)
+            with pytest.raises(ParameterValueError, match=r"^the logits admit no permutation "
+                               r"\(every one uses a -inf entry\)"):
+                pm.logp(rv, np.array([2, 0, 1])).eval()
+        for mode in ("NUMBA", "FAST_COMPILE"):
+            with pytest.raises(ValueError, match=r"logits admit no permutation \(every one uses "
+                               r"a -inf entry\)"):
+                pm.draw(PermutationExpFamily.dist(logits=W, method="bethe"), random_seed=0,
+                        mode=mode)
+    assert "ZeroDivisionError" not in capfd.readouterr().err
+    # in a model the failed check is -inf for both methods (a plain ValueError crashed bethe)
+    for W in (X, R):
+        for method in ("exact", "bethe"):
+            with pm.Model() as model:
+                Wd = pm.Data("Wd", W)
+                PermutationExpFamily("y", logits=Wd, method=method, observed=[2, 0, 1])
+            assert model.compile_logp()({}) == -np.inf
+
+
+@pytest.mark.parametrize("method", ["exact", "glynn", "bethe"])
+def test_m_zero_refused_at_dist(method):
+    # before: the draw said "M >= 1" but logp returned -0. after a constant-folding traceback
+    for shape in ((0, 0), (2, 0, 0)):
+        with pytest.raises(ValueError, match=r"^PermutationExpFamily: logits must have shape "
+                           r"\(\.\.\., M, M\) with M >= 1 \(at least one item\); got shape"):
+            PermutationExpFamily.dist(logits=np.zeros(shape), method=method)

@@ -121,7 +121,7 @@ def test_errors():
     W = np.full((3, 3), -np.inf)
     W[0, 0] = W[1, 0] = 0.0
     W[2, :] = 0.0
-    with pytest.raises(BetheConvergenceError, match="did not converge"):
+    with pytest.raises(ValueError, match="rows 0, 1 have finite entries only in column 0"):
         bethe_log_permanent(W, max_iter=200)
     with pytest.raises(ValueError, match="square"):
         bethe_log_permanent(np.zeros((2, 3)))
@@ -217,3 +217,31 @@ def test_logit_spreads_beyond_exp_range(M, s):
     np.testing.assert_allclose(g.sum(1), 1.0, atol=1e-9)
     col = max_weight_assignment_core(W)[0]
     np.testing.assert_allclose(g[np.arange(M), col], 1.0, atol=1e-6)
+
+
+def test_no_permutation_without_an_all_inf_row_is_refused_at_once():
+    # Rows 0 and 1 reach column 0 only (no row or column all -inf): no permutation. Before,
+    # BP failed, CCCP's scalings diverged, and after ~30 s numba raised a bare
+    # ZeroDivisionError; bethe_core now checks the pattern first.
+    from pm_perm.kernels.bethe import _cccp
+
+    X = np.array([[0, -np.inf, -np.inf], [0, -np.inf, -np.inf], [0, 0, 0.0]])
+    for f in (bethe_log_permanent, bethe_marginals, bethe_log_permanent_and_marginals):
+        with pytest.raises(ValueError, match=r"^logits admit no permutation \(every one uses a "
+                           r"-inf entry\): rows 0, 1 have finite entries only in column 0"):
+            f(X)
+    v, g, n_iter, err = bethe_core(X, 1e-9, 100_000)
+    assert v == -np.inf and not g.any() and n_iter == 0
+    with pytest.raises(ValueError, match=r"^logits\[1, 0\] admit no permutation"):
+        bethe_log_permanent(np.stack([np.zeros((2, 3, 3)), np.stack([X, np.zeros((3, 3))])]))
+    # CCCP itself, run on such a support, stops unconverged instead of dividing by zero
+    n, err = _cccp(np.exp(X), 1e-9, 100_000, np.empty((3, 3)))
+    assert err == np.inf and n < 100_000
+
+
+def test_non_convergence_still_raises_convergence_error():
+    # a feasible, spread-out matrix that two sweeps cannot settle (the check above does not
+    # turn genuine non-convergence into a "no permutation" error)
+    W = np.random.default_rng(5).normal(size=(8, 8)) * 3.0
+    with pytest.raises(BetheConvergenceError, match="did not converge in"):
+        bethe_log_permanent(W, max_iter=2)

@@ -113,3 +113,11 @@ def test_result_does_not_depend_on_the_thread_count():
     finally:
         numba.set_num_threads(before)
     assert v1 == v2 and np.array_equal(P1, P2)
+
+
+def test_glynn_sampler_refuses_a_fractional_size():
+    """size=2.5 was truncated to 2 draws without a word."""
+    from pm_perm.kernels.glynn import glynn_sample_permutations
+
+    with pytest.raises(ValueError, match="size must be a non-negative integer"):
+        glynn_sample_permutations(np.zeros((3, 3)), size=2.5, rng=0)

@@ -190,3 +190,26 @@ def test_sample_marginals_match_exact_dp_m20():
     emp /= n
     se = np.sqrt(mar * (1 - mar) / n)
     assert (np.abs(emp - mar) <= 5 * se + 1e-3).all()
+
+
+def test_no_permutation_refused_before_any_trial():
+    # No row or column all -inf, yet no permutation: before, every trial was rejected and the
+    # sampler reported HuberLawTrialsExceeded ("weights too spread ... use swap MCMC") after
+    # max_trials trials (minutes at larger M and the default max_trials).
+    X = np.array([[0, -np.inf, -np.inf], [0, -np.inf, -np.inf], [0, 0, 0.0]])
+    big = np.zeros((60, 60))
+    big[:2, 1:] = -np.inf
+    for W in (X, big):
+        with pytest.raises(ValueError, match=r"admit no permutation \(every one uses a -inf "
+                           r"entry\): rows 0, 1 have finite entries only in column 0"):
+            huber_law_sample(W, size=(1,), rng=0)
+        with pytest.raises(ValueError, match="admit no permutation"):
+            huber_law_log_permanent_estimate(W, rng=0)
+
+
+def test_size_must_be_integers():
+    W = np.zeros((3, 3))
+    assert huber_law_sample(W, size=2, rng=0).shape == (2, 3)
+    for size in (2.5, (2, 0.5), -1):
+        with pytest.raises(ValueError, match="size must be a non-negative integer"):
+            huber_law_sample(W, size=size, rng=0)

@@ -242,3 +242,16 @@ def test_size_limit_names_the_alternatives(monkeypatch):
 def test_nan_logits_rejected():
     with pytest.raises(ValueError, match="NaN"):
         partial_order_loglik(np.full((3, 3), np.nan), [[0, 1, 2]])
+
+
+def test_non_finite_weights_refused_like_plackett_luce():
+    # before: NaN weights gave a NaN total and gradient, inf ones NaN and -inf gradients
+    W = np.zeros((3, 3))
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match=rf"weights\[1\] = {bad} is not finite; weights "
+                           "must be finite numbers"):
+            partial_order_loglik_and_grad(W, [[0, 1, 2], [2, 1, 0]], [1.0, bad])
+    with pytest.raises(ValueError, match=r"weights must have shape \(2,\)"):
+        partial_order_loglik_and_grad(W, [[0, 1, 2], [2, 1, 0]], [1.0])
+    total, _ = partial_order_loglik_and_grad(W, [[0, 1, 2], [2, 1, 0]], [1.0, -2.0])
+    assert total == pytest.approx(np.log(6.0))  # (1 - 2) x log(1/6): any finite weights

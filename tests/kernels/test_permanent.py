@@ -234,3 +234,25 @@ def test_memory_budget(monkeypatch):
     monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "lots")
     with pytest.raises(ValueError, match="PM_PERM_MEMORY_BUDGET"):
         check_exact_size(3)
+
+
+@pytest.mark.parametrize("value", ["infG", "nanG", "-1", "0", "-2G", "2x", "1e400"])
+def test_memory_budget_must_be_a_positive_byte_count(monkeypatch, value):
+    # before: infG raised OverflowError; -1 gave "more than the memory budget of -0.00 GiB"
+    from pm_perm.kernels.permanent import memory_budget
+
+    monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", value)
+    with pytest.raises(ValueError, match=rf"^PM_PERM_MEMORY_BUDGET='{value}' is not a positive "
+                       "byte count; set it to e.g. 2147483648 or 2G"):
+        log_permanent(np.zeros((3, 3)))
+    monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "1.5K")
+    assert memory_budget() == 1536
+
+
+def test_sample_permutations_refuses_a_fractional_size():
+    """size=2.5 was truncated to 2 draws without a word."""
+    from pm_perm.kernels.permanent import sample_permutations
+
+    with pytest.raises(ValueError, match="size must be a non-negative integer"):
+        sample_permutations(np.zeros((3, 3)), size=2.5, rng=0)
+    assert sample_permutations(np.zeros((3, 3)), size=(2,), rng=0).shape == (2, 3)

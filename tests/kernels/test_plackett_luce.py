@@ -210,3 +210,29 @@ def test_sampler_shapes_and_errors():
         sample_plackett_luce(U, length_probs=np.ones(6))
     with pytest.raises(ValueError, match="NaN"):
         sample_plackett_luce([0.0, np.nan])
+
+
+def test_weights_message_names_the_entry():
+    # before: "weights must be finite with shape (1,); got (1,)"
+    with pytest.raises(ValueError, match=r"weights\[1\] = nan is not finite"):
+        plackett_luce_loglik_and_grad([0.0, 1.0], [[0, 1], [1, 0]], [1.0, np.nan])
+    with pytest.raises(ValueError, match=r"weights\[0\] = -inf is not finite"):
+        plackett_luce_loglik_and_grad([0.0, 1.0], [[0, 1]], [-np.inf])
+    with pytest.raises(ValueError, match=r"weights must have shape \(1,\), one per order; got "
+                       r"shape \(2,\)"):
+        plackett_luce_loglik_and_grad([0.0, 1.0], [[0, 1]], [1.0, 2.0])
+    with pytest.raises(TypeError, match="utilities must be real numbers; got complex"):
+        plackett_luce_loglik([0.0, 1j], [[0, 1]])
+
+
+def test_sampler_size_must_be_integers_and_m_at_least_one():
+    from pm_perm.kernels.plackett_luce import PL_DRAW_ERRORS, draw_plackett_luce_into
+
+    assert sample_plackett_luce(np.zeros(3), size=2, rng=0).shape == (2, 3)
+    for size in (2.5, (1.5,), -2):  # 2.5 was drawn as 2
+        with pytest.raises(ValueError, match="size must be a non-negative integer"):
+            sample_plackett_luce(np.zeros(3), size=size, rng=0)
+    # the compiled draws' core (PyTensor's numba draws): M = 0 is an error, not an empty draw
+    status = draw_plackett_luce_into(np.random.default_rng(0), np.zeros(0), np.zeros(0),
+                                     np.zeros(0, dtype=np.int64))
+    assert PL_DRAW_ERRORS[status] == "utilities must have M >= 1 items"

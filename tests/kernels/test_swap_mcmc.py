@@ -68,3 +68,36 @@ def test_forbidden_edges_never_visited_and_errors():
         swap_mcmc_sample(np.zeros((2, 3, 3)), 10)
     s, _ = swap_mcmc_sample(np.zeros((1, 1)), 3)
     assert (s == 0).all()
+
+
+def test_bad_init_and_counts_say_what_is_wrong():
+    W = np.zeros((3, 3))
+    # before: "init must be an integer permutation of shape (3,); got (3,)"
+    with pytest.raises(ValueError, match=r"init must be a permutation of the integers 0\.\.2; "
+                       r"got dtype float64 \(\[0\.5, 1, 2\]\): pass integers"):
+        swap_mcmc_sample(W, 2, rng=0, init=[0.5, 1, 2])
+    with pytest.raises(ValueError, match=r"init must be a permutation of 0\.\.2 \(shape \(3,\)\); "
+                       r"got shape \(2,\)"):
+        swap_mcmc_sample(W, 2, rng=0, init=[0, 1])
+    with pytest.raises(ValueError, match=r"init must be a permutation of 0\.\.2 \(each once\); "
+                       r"got \[0 0 1\]"):
+        swap_mcmc_sample(W, 2, rng=0, init=[0, 0, 1])
+    W[1, 1] = -np.inf
+    with pytest.raises(ValueError, match=r"init uses forbidden \(-inf\) entries of the logits, "
+                       r"in rows \[1\]"):
+        swap_mcmc_sample(W, 2, rng=0, init=[0, 1, 2])
+    # before: NaN gave "cannot convert float NaN to integer", 2.5 became 2
+    for kwargs, name in (({"burn_in_sweeps": np.nan}, "burn_in_sweeps"),
+                         ({"sweeps_per_sample": 0}, "sweeps_per_sample"),
+                         ({"n_samples": 2.5}, "n_samples")):
+        args = {"n_samples": 2, **kwargs}
+        with pytest.raises(ValueError, match=f"{name} must be an integer >= "):
+            swap_mcmc_sample(W, rng=0, **args)
+    assert swap_mcmc_sample(W, 2.0, rng=0, burn_in_sweeps=1e2)[0].shape == (2, 3)
+
+
+def test_no_permutation_named_like_the_other_kernels():
+    X = np.array([[0, -np.inf, -np.inf], [0, -np.inf, -np.inf], [0, 0, 0.0]])
+    with pytest.raises(ValueError, match=r"logits admit no permutation \(every one uses a -inf "
+                       r"entry\): rows 0, 1 have finite entries only in column 0"):
+        swap_mcmc_sample(X, 2, rng=0)

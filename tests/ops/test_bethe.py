@@ -32,8 +32,8 @@ def test_verify_grad():
 def test_errors_surface():
     W = pt.matrix("W")
     f = pytensor.function([W], bethe_log_permanent(W), mode="FAST_COMPILE")
-    with pytest.raises(ValueError, match="all -inf"):
-        f(np.array([[0.0, -np.inf], [-np.inf, -np.inf]]))
+    # no permutation: -inf, as the exact Op (test_no_permutation_gives_minus_inf_like_exact_op)
+    assert f(np.array([[0.0, -np.inf], [-np.inf, -np.inf]])) == -np.inf
     with pytest.raises(TypeError, match="floating"):
         bethe_log_permanent(pt.lmatrix("L"))
 
@@ -125,3 +125,27 @@ def test_non_convergence_raises_the_same_error_in_both_modes(mode, op_cls):
     Wv = np.random.default_rng(5).normal(size=(8, 8)) * 3.0
     with pytest.raises(BetheConvergenceError, match="did not converge.*increase max_iter"):
         f(Wv)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+def test_no_permutation_gives_minus_inf_like_exact_op(mode):
+    # Logits admitting no permutation: -inf value and zero beliefs and gradient, as the exact
+    # Ops (so the distribution's parameter check refuses them). Before, an all -inf row raised
+    # ValueError, and rows 0 and 1 sharing column 0 alone (no row or column all -inf) ran CCCP
+    # to a ZeroDivisionError after ~30 s.
+    from pm_perm.ops.permanent import log_permanent
+
+    W = pt.tensor3("W")
+    lp = bethe_log_permanent(W)
+    f = pytensor.function([W], [lp, pt.grad(lp.sum(), W), bethe_marginals(W),
+                                log_permanent(W)], mode=mode)
+    Wv = np.zeros((3, 3, 3))
+    Wv[0, 1] = -np.inf  # an all -inf row
+    Wv[1, :2, 1:] = -np.inf  # rows 0 and 1 reach column 0 only
+    Wv[2] = np.random.default_rng(2).normal(size=(3, 3))
+    v, g, m, exact = f(Wv)
+    assert np.array_equal(v[:2], [-np.inf, -np.inf]) and np.array_equal(exact[:2], v[:2])
+    assert not g[:2].any() and not m[:2].any()
+    v_ref, m_ref = bethe_log_permanent_and_marginals(Wv[2])
+    np.testing.assert_allclose(v[2], v_ref, rtol=1e-12)
+    np.testing.assert_allclose(m[2], m_ref, atol=1e-12)
