@@ -112,7 +112,7 @@ def topk_gain_model(X, target, n_classes, K, sigma=1.0):
     ----------
     X : array_like of float, shape (n, F)
     target : array_like of int, shape (n,)
-        Target class per row.
+        Target class per row, in 0..n_classes-1.
     n_classes : int
         Number of classes D.
     K : int
@@ -125,18 +125,30 @@ def topk_gain_model(X, target, n_classes, K, sigma=1.0):
     pymc.Model
         A ``pm.Potential`` ``"gain"`` = ``sum_i log p(y_{t_i} = 1 | sum y = K)``.
 
+    Raises
+    ------
+    ValueError
+        For ``X`` not of shape (n, F), ``target`` not integers of shape (n,) in
+        0..n_classes-1, or ``K`` outside 1..n_classes.
+
     Notes
     -----
     Cost per log-posterior + gradient: O(n F D + n D K) (two ``log_esp`` calls per row).
     """
     X = _check_xy(X, target=target)
+    target = np.asarray(target)
+    bad = (target < 0) | (target >= n_classes)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"target must hold class indices in 0..n_classes-1 = 0..{n_classes - 1}; "
+                         f"row {i} has {target[i]} (number the classes 0..{n_classes - 1})")
     if not 1 <= K <= n_classes:
         raise ValueError(f"K must be in 1..n_classes={n_classes}, got {K}")
     with pm.Model() as model:
         s = pm.Data("sigma", float(sigma))
         W = _weights("W", (X.shape[1], n_classes), s)
         b = _weights("b", (n_classes,), BIAS_SIGMA)
-        gain = log_expected_topk_gain(pt.dot(X, W) + b, np.asarray(target), K)
+        gain = log_expected_topk_gain(pt.dot(X, W) + b, target, K)
         pm.Potential("gain", gain.sum())
     return model
 

@@ -26,10 +26,11 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, c_array
+from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array, c_array
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
+    _K_OUT_OF_RANGE,
     COUNT_PROBS_TOL,
     DRAW_CONDITIONAL_BERNOULLI,
     DRAW_ERRORS,
@@ -115,8 +116,34 @@ def _minus_inf_if(cond, expr):
     return pt.switch(cond, -np.inf, expr)
 
 
-def _check_observed(observed, kind, n_levels=None):
-    """Reject malformed observed arrays before PyMC silently casts them to int64.
+# logp's refusal of parameters that admit no value at all (the draws refuse the same ones)
+_CB_NO_VALUE_MSG = (
+    "k is larger than the number of finite logits, so no value has positive probability (items "
+    "with logit -inf are never on): lower k or make more logits finite"
+)
+_NK_NO_VALUE_MSG = (
+    "count_probs puts no mass on a feasible count (k <= the number of finite logits; items with "
+    "logit -inf are never on), so no value has positive probability"
+)
+_ON_NO_VALUE_MSG = (
+    "the counts (or the count prior) need more items at levels >= 1 than there are finite "
+    "logits, so no labelling has positive probability (items with logit -inf always get label 0)"
+)
+
+
+def _n_finite_logits(logits):
+    """Number of logits that are not ``-inf`` (items that can be on), shape (...)."""
+    return pt.sum(pt.cast(pt.neq(logits, -np.inf), "int64"), axis=-1)
+
+
+def _mass_up_to(table, n):
+    """``sum_{j <= n} table[..., j]``, broadcasting ``n`` (...) against the batch."""
+    return pt.sum(pt.switch(pt.le(pt.arange(table.shape[-1]), n[..., None]), table, 0.0), axis=-1)
+
+
+def _check_observed(observed, kind, n_levels=None, D=None):
+    """Reject malformed observed arrays before PyMC silently casts them to int64, and (``D``:
+    the logits' last dimension, when known before run time) observed rows of another length.
 
     A ``pm.Data`` container is checked by the value it holds at build; values set later with
     ``pm.set_data`` are not (an invalid one has log-probability -inf).
@@ -133,6 +160,11 @@ def _check_observed(observed, kind, n_levels=None):
         return
     if arr.ndim < 1:
         raise ValueError(f"observed {kind} labels must have shape (..., D); got a scalar")
+    if D is not None and arr.shape[-1] != D:
+        raise ValueError(
+            f"observed {kind} labels have length {arr.shape[-1]} in their last axis but there are "
+            f"{D} logits (one label per item); give observed the shape (..., {D})"
+        )
     if arr.dtype.kind == "f":
         if np.isnan(arr).any():
             raise ValueError(
@@ -161,9 +193,16 @@ def optimal_ranking(logits):
 
     Under an ordinal n-choose-k model this ordering maximises the expected value of every
     monotonic ranking gain (NDCG, Precision@K), whatever the count prior. Returns int64
-    indices, ``out[..., 0]`` = most relevant item. Ties are broken by item index.
+    indices, ``out[..., 0]`` = most relevant item. Ties are broken by item index; ``-inf``
+    logits come last.
+
+    Raises
+    ------
+    ValueError
+        For NaN, ``+inf`` or finite logits beyond 1e300 (as the distributions' parameters), or
+        logits with no dimension.
     """
-    logits = np.asarray(logits, dtype=np.float64)
+    logits = as_float_array(logits, "logits", min_ndim=1)
     return np.argsort(-logits, axis=-1, kind="stable")
 
 
@@ -189,7 +228,7 @@ class ConditionalBernoulliRV(RandomVariable):
         for i in range(th.shape[0]):
             row = c_array(th[i])
             if not (0 <= kk[i] <= _n_finite(row)):
-                raise ValueError("ConditionalBernoulli: k must be in 0..number of finite logits")
+                raise ValueError(DRAW_ERRORS[_K_OUT_OF_RANGE])
             out[i] = sample_conditional_bernoulli_core(rng, row, int(kk[i]))
         return out.reshape(*batch, D)
 
@@ -217,7 +256,17 @@ class ConditionalBernoulli(pm.Discrete):
         The likelihood is invariant to adding a constant to all logits: use a
         ``pm.ZeroSumNormal`` or a proper prior.
     k : tensor_like of int, shape (...)
-        Number of ones, ``0 <= k <= D``.
+        Number of ones, ``0 <= k <= D``, and at most the number of finite logits.
+
+    Raises
+    ------
+    ParameterValueError
+        From logp (``ValueError`` from a draw) for invalid logits, ``k`` outside 0..D, or a
+        ``k`` larger than the number of finite logits (no value is possible). Inside a model
+        the check gives ``logp = -inf``, as every parameter check.
+    ValueError
+        At model build, for observed data that are not binary or whose rows do not have one
+        label per logit.
 
     Notes
     -----
@@ -244,8 +293,9 @@ class ConditionalBernoulli(pm.Discrete):
     rv_op = conditional_bernoulli
 
     def __new__(cls, name, *args, observed=None, **kwargs):
-        _check_observed(observed, "binary")
         p = {**dict(zip(("logits", "k"), args, strict=False)), **kwargs}
+        if observed is not None:
+            _check_observed(observed, "binary", D=static_last_dim(p.get("logits")))
         check_observed_batch("ConditionalBernoulli", observed,
                              [("logits", p.get("logits"), 1), ("k", p.get("k"), 0)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
@@ -268,7 +318,7 @@ class ConditionalBernoulli(pm.Discrete):
         ok = binary & pt.eq(pt.sum(value, axis=-1), k)
         lp = _minus_inf_if(pt.eq(dot, -np.inf), dot - log_esp(logits, k))
         lp = pt.switch(ok, lp, -np.inf)
-        return check_parameters(
+        lp = check_parameters(
             lp,
             _logits_ok(logits),
             pt.ge(k, 0),
@@ -278,6 +328,7 @@ class ConditionalBernoulli(pm.Discrete):
                 "and 0 <= k <= D"
             ),
         )
+        return check_parameters(lp, pt.le(k, _n_finite_logits(logits)), msg=_CB_NO_VALUE_MSG)
 
 
 # PyTensor's compiled draws of the three distributions call one C kernel (see
@@ -392,6 +443,12 @@ class NChooseK(pm.Discrete):
     Value convention: ``y[..., d] = 1`` iff item ``d`` is on (int64). Cost: logp and gradient
     O(D s) per row. Counts above the number of finite logits cannot be realised; prior mass
     on them is lost (the pmf then sums to less than 1), so keep ``count_probs`` at 0 there.
+    Draws condition on a feasible value: the count is drawn from ``count_probs`` restricted to
+    the feasible counts and renormalised (deterministically, whatever the seed). Parameters
+    with no mass on a feasible count admit no value: logp raises ``ParameterValueError``
+    (``-inf`` inside a model) and a draw ``ValueError``, as for invalid logits or a
+    ``count_probs`` that is not a simplex. Observed rows must have one label per logit
+    (``ValueError`` at model build).
     Identity (tested): with the Poisson-binomial prior implied by the logits,
     :math:`\pi_k = e_k(e^\theta) / \prod_d (1 + e^{\theta_d})`, this is independent Bernoulli
     with probabilities ``sigmoid(logits)`` (logistic regression). ``support_point`` puts the
@@ -411,8 +468,9 @@ class NChooseK(pm.Discrete):
     rv_op = n_choose_k
 
     def __new__(cls, name, *args, observed=None, **kwargs):
-        _check_observed(observed, "binary")
         p = {**dict(zip(("logits", "count_probs"), args, strict=False)), **kwargs}
+        if observed is not None:
+            _check_observed(observed, "binary", D=static_last_dim(p.get("logits")))
         check_observed_batch("NChooseK", observed, [("logits", p.get("logits"), 1),
                                                     ("count_probs", p.get("count_probs"), 1)])
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
@@ -425,7 +483,10 @@ class NChooseK(pm.Discrete):
         return super().dist([logits, count_probs], **kwargs)
 
     def support_point(rv, size, logits, count_probs):
-        kstar = pt.argmax(count_probs, axis=-1)
+        # the most probable FEASIBLE count (at most as many items as finite logits), so that the
+        # point has a finite logp whenever the parameters admit any value
+        feasible = pt.le(pt.arange(count_probs.shape[-1]), _n_finite_logits(logits)[..., None])
+        kstar = pt.argmax(pt.switch(feasible, count_probs, -1.0), axis=-1)
         rank = pt.argsort(pt.argsort(-logits, axis=-1), axis=-1)
         mode = pt.cast(pt.lt(rank, kstar[..., None]), "int64")
         if not rv_size_is_none(size):
@@ -444,7 +505,7 @@ class NChooseK(pm.Discrete):
         lp = pt.log(pk) + dot - log_esp(logits, s)
         lp = _minus_inf_if(pt.eq(dot, -np.inf) | pt.eq(pk, 0.0), lp)
         lp = pt.switch(binary, lp, -np.inf)
-        return check_parameters(
+        lp = check_parameters(
             lp,
             _logits_ok(logits),
             pt.eq(count_probs.shape[-1], D + 1),
@@ -455,6 +516,8 @@ class NChooseK(pm.Discrete):
                 "count_probs must be a simplex of length D + 1"
             ),
         )
+        feasible = _mass_up_to(count_probs, _n_finite_logits(logits))
+        return check_parameters(lp, pt.gt(feasible, 0.0), msg=_NK_NO_VALUE_MSG)
 
 
 @numba_core_rv_funcify.register(NChooseKRV)
@@ -512,21 +575,24 @@ _NO_COUNTS_MSG = (
 ordinal_n_choose_k = OrdinalNChooseKRV()
 
 
-def _count_table_log_normaliser(count_probs, R):
-    """``log sum_{k: sum k = D} prod_r count_probs[r, k_r]`` by R - 1 truncated convolutions
+def _count_table(count_probs, R):
+    """``(log_scale, joint)`` with ``joint[..., a] * exp(log_scale)`` = ``sum prod_r
+    count_probs[r, k_r]`` over the count vectors with ``k_1 + ... + k_{R-1} = a`` and
+    ``k_0 = D - a`` (a = 0..D): the unnormalised count prior by the number of items at levels
+    >= 1. Its sum is the normaliser of the sum-to-D constraint. R - 2 truncated convolutions
     (Toeplitz products, O(R D^2)), rescaled after each level so nothing underflows."""
     M = count_probs.shape[-1]
     idx = pt.arange(M)[:, None] - pt.arange(M)[None, :]
     lower = pt.ge(idx, 0)
-    c = count_probs[..., 0, :]
-    log_norm = pt.zeros(c.shape[:-1], dtype="float64")
-    for r in range(1, R):
+    c = count_probs[..., 1, :]
+    log_scale = pt.zeros(c.shape[:-1], dtype="float64")
+    for r in range(2, R):
         toep = pt.switch(lower, pt.take(count_probs[..., r, :], pt.maximum(idx, 0), axis=-1), 0.0)
         c = pt.sum(toep * c[..., None, :], axis=-1)
         tot = pt.sum(c, axis=-1)
-        log_norm = log_norm + pt.log(tot)
+        log_scale = log_scale + pt.log(tot)
         c = c / tot[..., None]
-    return log_norm + pt.log(c[..., M - 1])
+    return log_scale, c * count_probs[..., 0, ::-1]
 
 
 class OrdinalNChooseK(pm.Discrete):
@@ -570,7 +636,11 @@ class OrdinalNChooseK(pm.Discrete):
     Value convention: ``y[..., d]`` is the label of item ``d``, **0 = least relevant**,
     R-1 = most relevant (chosen first). Items with a ``-inf`` logit can only get label 0; count
     vectors they make infeasible keep their prior mass, which is then lost (the pmf sums to
-    the prior probability of the feasible counts). Cost: logp and gradient O(D^2) per row at worst
+    the prior probability of the feasible counts); draws condition on the feasible count
+    vectors (deterministically, whatever the seed). Counts or a count prior that admit no
+    feasible count vector are refused: logp raises ``ParameterValueError`` (``-inf`` inside a
+    model), a draw ``ValueError``. Observed rows must have one label per logit (``ValueError``
+    at model build). Cost: logp and gradient O(D^2) per row at worst
     (R - 1 dynamic programs of O(D k_r)); a draw O(R D^2). With R = D and one item per level
     this is the Plackett-Luce model of the ranking "label D-1 first" (tested). The optimal
     ranking under any monotonic gain (NDCG, Precision@K) sorts the logits
@@ -592,8 +662,10 @@ class OrdinalNChooseK(pm.Discrete):
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         named = dict(zip(("logits", "counts", "count_probs", "n_levels"), args, strict=False))
-        _check_observed(observed, "ordinal", _static_levels({**named, **kwargs}))
         p = {**named, **kwargs}
+        if observed is not None:
+            _check_observed(observed, "ordinal", _static_levels(p),
+                            D=static_last_dim(p.get("logits")))
         check_observed_batch("OrdinalNChooseK", observed,
                              [("logits", p.get("logits"), 1), ("counts", p.get("counts"), 1),
                               ("count_probs", p.get("count_probs"), 2)])
@@ -675,12 +747,13 @@ class OrdinalNChooseK(pm.Discrete):
         # count prior with the sum-to-D constraint
         counts = pt.sum(pt.cast(pt.eq(value[..., None, :], pt.arange(R)[:, None]), "int64"), -1)
         pk = _select_last(count_probs, counts)  # (..., R)
-        log_norm = _count_table_log_normaliser(count_probs, R)
+        log_scale, joint = _count_table(count_probs, R)
+        log_norm = log_scale + pt.log(pt.sum(joint, axis=-1))
         log_prior = pt.sum(pt.log(pk), axis=-1) - log_norm
         lp = pt.switch(pt.eq(use_prior, 1), lp + log_prior, lp)
         lp = pt.switch(in_range, lp, -np.inf)
         simplex = pt.all(pt.lt(pt.abs(pt.sum(count_probs, axis=-1) - 1.0), _SIMPLEX_TOL))
-        return check_parameters(
+        lp = check_parameters(
             lp,
             _logits_ok(logits),
             pt.eq(count_probs.shape[-1], D + 1),
@@ -692,6 +765,10 @@ class OrdinalNChooseK(pm.Discrete):
                 "prior) must allow a total of D"
             ),
         )
+        # feasible count vectors: at most the number of finite logits at levels >= 1
+        feasible = _mass_up_to(joint, _n_finite_logits(logits))
+        return check_parameters(lp, pt.eq(use_prior, 0) | pt.all(pt.gt(feasible, 0.0)),
+                                msg=_ON_NO_VALUE_MSG)
 
 
 def _static_levels(kwargs):

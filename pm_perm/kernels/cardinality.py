@@ -46,7 +46,7 @@ from numba import carray
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array, c_array
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array, as_size, c_array
 
 __all__ = [
     "log_esp",
@@ -551,10 +551,13 @@ DRAW_ERRORS = (
     "count_probs must have D + 1 entries per row (k = 0..D)",
     "count_probs must be non-negative and finite (no NaN)",
     "count_probs rows must sum to 1 (within 1e-6): a simplex over k",
-    "NChooseK: drew a count larger than the number of finite logits",
+    "NChooseK: count_probs puts no mass on a feasible count, k <= the number of finite logits "
+    "(items with logit -inf are never on)",
     "count prior puts zero mass on counts that sum to D",
-    "more items requested at a level than have finite logits",
-    "ConditionalBernoulli: k must be in 0..number of finite logits",
+    "OrdinalNChooseK: the counts need more items at levels >= 1 than have finite logits (items "
+    "with logit -inf always get label 0)",
+    "ConditionalBernoulli: k must be in 0..number of finite logits (items with logit -inf are "
+    "never on)",
 )
 _K_OUT_OF_RANGE = 9
 
@@ -727,15 +730,17 @@ def _count_probs_status(theta, count_probs):
 
 @njit(cache=True)
 def draw_nchoosek_into(rng, theta, count_probs, y):
-    """One draw of ``NChooseK`` into ``y`` (D,) int64: ``k ~ count_probs`` (D + 1,), then
-    ``y | k`` exactly. Validates its parameters exactly as ``NChooseK``'s logp does; returns 0
-    or the index in ``DRAW_ERRORS`` of the error."""
+    """One draw of ``NChooseK`` into ``y`` (D,) int64: ``k ~ count_probs`` (D + 1,) restricted
+    to the feasible counts (at most the number of finite logits) and renormalised, then ``y | k``
+    exactly. Validates its parameters exactly as ``NChooseK``'s logp does (also: some feasible
+    count has mass); returns 0 or the index in ``DRAW_ERRORS`` of the error."""
     status = _count_probs_status(theta, count_probs.reshape(1, -1))
     if status != 0:
         return status
-    k = _draw_categorical(rng, count_probs)
-    if k > _n_finite(theta):
+    feasible = count_probs[:_n_finite(theta) + 1]
+    if not (feasible.sum() > 0.0):
         return 6
+    k = _draw_categorical(rng, feasible)
     return draw_conditional_bernoulli_into(rng, theta, k, y)
 
 
@@ -771,12 +776,13 @@ def constrained_count_table(count_probs):
 def draw_ordinal_into(rng, theta, count_probs, y):
     """One draw of ordinal labels into ``y`` (D,) int64 in 0..R-1 (0 = least relevant).
 
-    Draws ``k`` from ``prod_r count_probs[r, k_r]`` restricted to ``sum k = D`` (backwards
-    through :func:`constrained_count_table`), then for r = R-1 down to 1 picks ``k_r`` of the
-    still unlabelled items from the conditional Bernoulli; the rest get label 0. Items with a
+    Draws ``k`` from ``prod_r count_probs[r, k_r]`` restricted to ``sum k = D`` and to the
+    feasible counts, ``k_0 >=`` the number of ``-inf`` logits (backwards through
+    :func:`constrained_count_table`), then for r = R-1 down to 1 picks ``k_r`` of the still
+    unlabelled items from the conditional Bernoulli; the rest get label 0. Items with a
     ``-inf`` logit are never picked at a level >= 1. Validates the parameters exactly as
-    ``OrdinalNChooseK``'s logp does (each row a simplex); returns 0, or the index in
-    ``DRAW_ERRORS`` of the error (also when no count vector is feasible).
+    ``OrdinalNChooseK``'s logp does (each row a simplex, some feasible count vector with mass);
+    returns 0, or the index in ``DRAW_ERRORS`` of the error.
     """
     D = theta.shape[0]
     R = count_probs.shape[0]
@@ -786,6 +792,13 @@ def draw_ordinal_into(rng, theta, count_probs, y):
     T = constrained_count_table(count_probs)
     if not (T[R - 1, D] > 0.0):
         return 7
+    n_inf = D - _n_finite(theta)
+    if n_inf > 0:  # condition on k_0 >= n_inf: every item with a -inf logit keeps label 0
+        masked = count_probs.copy()
+        masked[0, :n_inf] = 0.0
+        T = constrained_count_table(masked)
+        if not (T[R - 1, D] > 0.0):
+            return 8
     y[:] = 0
     left = D
     avail = np.ones(D, dtype=np.bool_)
@@ -801,7 +814,7 @@ def draw_ordinal_into(rng, theta, count_probs, y):
         for d in range(D):
             if avail[d]:
                 sub[d] = theta[d]
-        if kr > _n_finite(sub):
+        if kr > _n_finite(sub):  # unreachable: T excludes such counts
             return 8
         pick = np.empty(D, dtype=np.int64)
         draw_conditional_bernoulli_into(rng, sub, kr, pick)  # 0: sub holds theta or -inf
@@ -1014,25 +1027,34 @@ def log_esp_all_fft(theta, K=None, rtol=1e-8, return_passes=False):
     ndarray, shape ``(*batch, K + 1)`` (and the pass counts if asked).
     Cost O(D log^2 D) per pass; the number of passes grows like ``K / sd(S)``.
     """
-    theta = as_float_array(theta, "logits", min_ndim=1)
+    theta = _as_logits(theta)
     if not (0 < rtol < 1):
         raise ValueError(f"rtol must be in (0, 1); got {rtol}")
     D = theta.shape[-1]
     K = D if K is None else _check_K(K, D)
     th = theta.reshape(-1, D)
     res = [_log_esp_all_fft_1d(t, K, rtol) for t in th]
-    out = np.stack([o for o, _ in res]).reshape(*theta.shape[:-1], K + 1)
+    out = np.array([o for o, _ in res]).reshape(*theta.shape[:-1], K + 1)  # empty batch: (0,)
     if return_passes:
-        return out, np.array([n for _, n in res]).reshape(theta.shape[:-1])
+        return out, np.array([n for _, n in res], dtype=np.int64).reshape(theta.shape[:-1])
     return out
 
 
 # ----------------------------------------------------------------------------- public API
 
 
+def _as_logits(theta):
+    """``theta`` as a float64 array (..., D) with D >= 1 (:func:`as_float_array`'s checks)."""
+    theta = as_float_array(theta, "logits", min_ndim=1)
+    if theta.shape[-1] == 0:
+        raise ValueError(f"logits must have at least one item (D >= 1) in their last axis; got "
+                         f"shape {theta.shape}")
+    return theta
+
+
 def _logits_and_counts(theta, k, k_name="k"):
     """Validate and broadcast ``theta`` (..., D) and integer ``k`` (...); flatten the batch."""
-    theta = as_float_array(theta, "logits", min_ndim=1)
+    theta = _as_logits(theta)
     k_arr = np.asarray(k)
     if k_arr.dtype.kind not in "iub":
         integral = np.all(np.isfinite(k_arr)) and np.all(k_arr == np.round(k_arr))
@@ -1053,7 +1075,7 @@ def log_esp(theta, k):
     Parameters
     ----------
     theta : array_like of float, shape (..., D)
-        Logits; ``-inf`` = item never on. NaN and ``+inf`` are rejected.
+        Logits; ``-inf`` = item never on. NaN, ``+inf`` and D = 0 are rejected (``ValueError``).
     k : array_like of int, shape broadcastable with ``theta.shape[:-1]``
         Number of ones. ``k < 0`` or ``k >`` (number of finite logits) gives ``-inf``.
 
@@ -1083,8 +1105,10 @@ def conditional_marginals(theta, k):
 
 
 def _check_K(K, D):
-    if int(K) != K or K < 0:
-        raise ValueError(f"K must be a non-negative integer; got {K!r}")
+    """``min(K, D)`` for a non-negative integer ``K`` (an integral float is accepted)."""
+    if not (np.ndim(K) == 0 and isinstance(K, int | float | np.integer | np.floating)
+            and math.isfinite(K) and int(K) == K and K >= 0):
+        raise ValueError(f"K must be a non-negative integer (the largest count); got {K!r}")
     return min(int(K), D)
 
 
@@ -1093,9 +1117,10 @@ def log_esp_all(theta, K=None):
 
     Guarded tilted DP (accurate whenever every tilted ``P(S = j) >= 1e-250``), falling back
     to the log-space DP otherwise; both O(D K). Entries with j above the number of finite
-    logits are ``-inf``.
+    logits are ``-inf``. ``ValueError`` for invalid logits (NaN, ``+inf``, none in the last
+    axis) or a ``K`` that is not a non-negative integer.
     """
-    theta = as_float_array(theta, "logits", min_ndim=1)
+    theta = _as_logits(theta)
     D = theta.shape[-1]
     K = D if K is None else _check_K(K, D)
     th = theta.reshape(-1, D)
@@ -1104,7 +1129,7 @@ def log_esp_all(theta, K=None):
 
 def log_esp_all_logspace(theta, K=None):
     """Same as :func:`log_esp_all` by the plain log-space DP (reference; ~10x slower)."""
-    theta = as_float_array(theta, "logits", min_ndim=1)
+    theta = _as_logits(theta)
     D = theta.shape[-1]
     K = D if K is None else _check_K(K, D)
     th = theta.reshape(-1, D)
@@ -1123,19 +1148,26 @@ def sample_conditional_bernoulli(theta, k, size=None, rng=None):
     theta : array_like of float, shape (..., D)
     k : array_like of int, broadcastable with the batch shape
         Must satisfy ``0 <= k <=`` number of finite logits (``ValueError`` otherwise).
-    size : tuple of int, optional
+    size : int or tuple of int, optional
         Full batch shape of the output (as in NumPy / PyMC); default: the broadcast batch shape.
     rng : numpy Generator or seed, optional
 
     Returns
     -------
     ndarray of int64, shape ``(*size, D)``. Cost O(D k) per draw.
+
+    Raises
+    ------
+    ValueError
+        For invalid logits (NaN, ``+inf``, none in the last axis), ``k`` out of range, or a
+        ``size`` that is not a non-negative integer or a tuple of them.
     """
-    theta = as_float_array(theta, "logits", min_ndim=1)
+    theta = _as_logits(theta)
     D = theta.shape[-1]
     if size is not None:
-        theta = np.broadcast_to(theta, (*tuple(size), D))
-        k = np.broadcast_to(k, tuple(size))
+        size = as_size(size)
+        theta = np.broadcast_to(theta, (*size, D))
+        k = np.broadcast_to(k, size)
     th, kk, batch = _logits_and_counts(theta, k)
     n_fin = np.isfinite(th).sum(-1)
     if np.any(kk < 0) or np.any(kk > n_fin):
@@ -1161,7 +1193,7 @@ def nchoosek_marginals(theta, count_probs):
     ndarray, shape ``(*batch, D)``. Cost O(D^3) in the worst case (one marginal pass per k
     with ``p(k) > 0``).
     """
-    theta = as_float_array(theta, "logits", min_ndim=1)
+    theta = _as_logits(theta)
     pk = as_float_array(count_probs, "count_probs", min_ndim=1)
     D = theta.shape[-1]
     if pk.shape[-1] != D + 1:

@@ -219,6 +219,19 @@ def conditional_marginals(theta, k):
     return _log_esp_both(theta, k)[1]
 
 
+def _check_index(x, name, what, lo, hi):
+    """Refuse a non-integer ``x`` (``TypeError``) and a constant ``x`` outside ``lo..hi``
+    (``ValueError`` naming it; ``hi`` None: not known before run time)."""
+    if x.type.dtype not in pt.type.int_dtypes:
+        raise TypeError(f"{name} must be {what}, an integer tensor; got dtype {x.type.dtype}")
+    if isinstance(x, pt.TensorConstant):
+        data = np.asarray(x.data)
+        bad = (data < lo) | (data > (np.inf if hi is None else hi))
+        if bad.any():
+            span = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+            raise ValueError(f"{name} must be {what} in {span}; got {data[bad].flat[0]}")
+
+
 def log_expected_topk_gain(theta, target, K):
     """Log of the expected top-K gain (Swersky et al. 2012, eq. 8) for one target item.
 
@@ -230,24 +243,44 @@ def log_expected_topk_gain(theta, target, K):
     ----------
     theta : tensor_like of float, shape (..., D)
     target : tensor_like of int, shape (...)
-        Index of the target class per row.
+        Index of the target class per row, in 0..D-1 (negative indices do not count from the
+        end).
     K : tensor_like of int, shape broadcastable to (...)
         Number of predictions allowed (1 <= K <= D).
+
+    Raises
+    ------
+    ValueError
+        When ``target`` (outside 0..D-1) or ``K`` (outside 1..D) is out of range and known when
+        the graph is built (a constant, e.g. a NumPy array). Symbolic values out of range are
+        not an error: their rows get ``-inf`` (so a model using them has log-probability
+        ``-inf``), as do rows with fewer than ``K`` finite logits (no ``K`` items can be
+        predicted; the gain is 0, not NaN).
+    TypeError
+        When ``target`` or ``K`` is not an integer tensor.
     """
     theta = pt.as_tensor_variable(theta)
     target = pt.as_tensor_variable(target)
     K = pt.as_tensor_variable(K)
+    D = theta.type.shape[-1] if theta.type.ndim else None
+    _check_index(target, "target", "a class index", 0, None if D is None else D - 1)
+    _check_index(K, "K", "the number of predictions", 1, D)
+    n = theta.shape[-1]
+    ok = pt.ge(target, 0) & pt.lt(target, n) & pt.ge(K, 1) & pt.le(K, n)
     onehot = pt.eq(pt.arange(theta.shape[-1]), target[..., None])
     theta_t = pt.sum(pt.switch(onehot, theta, 0.0), axis=-1)
     rest = pt.switch(onehot, -np.inf, theta)
-    return theta_t + log_esp(rest, K - 1) - log_esp(theta, K)
+    log_z = log_esp(theta, K)
+    ok = ok & pt.gt(log_z, -np.inf)  # fewer than K finite logits: no K items can be predicted
+    return pt.switch(ok, theta_t + log_esp(rest, K - 1) - log_z, -np.inf)
 
 
 def expected_topk_gain(theta, target, K):
     """Expected top-K classification gain ``p(y_target = 1 | sum y = K)`` (eq. 8), in [0, 1].
 
     Use ``pm.Potential("gain", log_expected_topk_gain(...).sum())`` to train on the log, or
-    this quantity for a gain-weighted objective; both are differentiable in ``theta``.
+    this quantity for a gain-weighted objective; both are differentiable in ``theta``. Raises
+    as :func:`log_expected_topk_gain` (symbolic out-of-range rows give 0).
     """
     return pt.exp(log_expected_topk_gain(theta, target, K))
 

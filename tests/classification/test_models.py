@@ -36,6 +36,14 @@ def test_bad_inputs_raise():
         logistic_model(np.zeros(3), np.zeros((3, 2), dtype=int))
 
 
+def test_topk_gain_model_refuses_targets_outside_the_classes():
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    for target, bad in (([0, 1, 7, -1], "row 2 has 7"), ([0, -1, 2, 1], "row 1 has -1")):
+        with pytest.raises(ValueError, match=f"class indices in 0..n_classes-1 = 0..2; {bad}"):
+            topk_gain_model(X, np.array(target), n_classes=3, K=1)
+    topk_gain_model(X, np.array([0, 1, 2, 1]), n_classes=3, K=1)
+
+
 def test_nchoosek_beats_logistic_regression_on_count_structured_labels():
     """Labels with 1 or 2 items on out of 6: the count prior must win in held-out NLL.
 

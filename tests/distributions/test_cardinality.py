@@ -236,6 +236,15 @@ def test_nchoosek_support_point_and_shapes(fast_mode):
     assert pm.draw(y, random_seed=1, mode=FAST).shape == (4, 2, 5)
 
 
+def test_nchoosek_support_point_takes_the_most_probable_feasible_count(fast_mode):
+    """Most mass on 3 items but only 2 finite logits: the point has 2 items on (finite logp)."""
+    theta = np.array([0.3, -np.inf, 1.0, -np.inf])
+    with pm.Model() as model:
+        NChooseK("x", theta, np.array([0.1, 0.1, 0.2, 0.6, 0.0]))
+    assert_support_point_is_expected(model, np.array([1, 0, 1, 0]))
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+
+
 # ----------------------------------------------------------------------------- OrdinalNChooseK
 
 
@@ -432,6 +441,113 @@ def test_malformed_observed_data_is_rejected():
         with pytest.raises(ValueError, match="0..2"):
             OrdinalNChooseK("g", theta, counts=[1, 1, 1],
                             observed=pm.Data("g_obs", [[0, 1, 3]]))
+
+
+def test_observed_of_the_wrong_width_is_refused_at_build():
+    """Observed rows whose length is not the number of logits: a clear error when the model is
+    built, not PyTensor's Elemwise shape error when it is compiled."""
+    theta = np.zeros(4)
+    with pm.Model():
+        with pytest.raises(ValueError, match="have length 3 in their last axis but there are 4 "
+                                             "logits"):
+            ConditionalBernoulli("a", theta, 2, observed=[[1, 1, 0]])
+        with pytest.raises(ValueError, match="have length 3 .* 4 logits"):
+            NChooseK("b", logits=theta, count_probs=np.full(5, 0.2), observed=[[1, 1, 0]])
+        with pytest.raises(ValueError, match="have length 5 .* 4 logits"):
+            OrdinalNChooseK("c", theta, counts=[2, 2], observed=[[0, 0, 1, 1, 0]])
+        with pytest.raises(ValueError, match="have length 3 .* 4 logits"):
+            NChooseK("d", theta, np.full(5, 0.2), observed=pm.Data("d_obs", [[1, 1, 0]]))
+        NChooseK("e", theta, np.full(5, 0.2), observed=[[1, 1, 0, 0]])  # the right width
+
+
+def test_optimal_ranking_refuses_nan():
+    with pytest.raises(ValueError, match="NaN"):
+        optimal_ranking([np.nan, 1.0, 0.0])
+    np.testing.assert_array_equal(optimal_ranking([-np.inf, 1.0, 0.0]), [1, 2, 0])
+
+
+# ------------------------------------------------------------------------ infeasible parameters
+# Counts that need more items on (at levels >= 1) than there are finite logits cannot be
+# realised. logp keeps their prior mass as lost; draws condition on the feasible counts; when no
+# count is feasible, logp and both draw paths refuse the parameters (as PermutationExpFamily
+# refuses logits that admit no permutation).
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", FAST], ids=["NUMBA", "python"])
+def test_nchoosek_draws_condition_on_feasible_counts(mode):
+    theta = np.array([-np.inf, 0.3, -np.inf, -0.5, 1.0])  # 3 finite logits
+    pk = np.array([0.1, 0.2, 0.1, 0.3, 0.2, 0.1])  # 0.3 of the mass on counts 4 and 5
+    rv = NChooseK.dist(theta, pk)
+    for seed in range(10):  # the old draw failed for most seeds
+        assert pm.draw(rv, random_seed=seed, mode=mode).sum() <= 3
+    draws = pm.draw(rv, draws=20000, random_seed=5, mode=mode)
+    Y = S.binary_vectors(5)
+    probs = np.exp(pm.logp(rv, Y).eval(mode=FAST))
+    assert probs.sum() == pytest.approx(0.7, abs=1e-12)  # logp: the infeasible mass is lost
+    assert _chisq_pvalue(draws, Y, probs / probs.sum()) > 1e-3
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", FAST], ids=["NUMBA", "python"])
+def test_ordinal_draws_condition_on_feasible_counts(mode):
+    theta = np.array([0.5, -np.inf, 1.0, -0.3])  # item 1 can only get label 0
+    cp = np.random.default_rng(1).dirichlet(np.ones(5), size=3)
+    cp[0] = [0.5, 0.2, 0.1, 0.1, 0.1]  # k_0 = 0 (infeasible) has much of the mass
+    rv = OrdinalNChooseK.dist(theta, count_probs=cp)
+    for seed in range(10):
+        assert pm.draw(rv, random_seed=seed, mode=mode)[1] == 0
+    draws = pm.draw(rv, draws=20000, random_seed=3, mode=mode)
+    Y = S.ordinal_labelings(4, 3)
+    probs = np.exp(pm.logp(rv, Y).eval(mode=FAST))
+    assert 0.2 < probs.sum() < 0.9  # part of the prior mass is lost
+    assert _chisq_pvalue(draws, Y, probs / probs.sum()) > 1e-3
+
+
+NO_VALUE = [
+    ("ConditionalBernoulli", lambda: ConditionalBernoulli.dist([-np.inf, -np.inf, 0, 0], 3),
+     [0, 1, 1, 1], "k is larger than the number of finite logits"),
+    ("NChooseK", lambda: NChooseK.dist([-np.inf, -np.inf, 0, 0], [0, 0, 0, 0.5, 0.5]),
+     [0, 1, 1, 1], "count_probs puts no mass on a feasible count"),
+    ("OrdinalNChooseK counts", lambda: OrdinalNChooseK.dist([-np.inf, -np.inf, -np.inf, 0],
+                                                            counts=[2, 2]),
+     [0, 0, 1, 1], "need more items at levels >= 1 than there are finite logits"),
+    ("OrdinalNChooseK count_probs",
+     lambda: OrdinalNChooseK.dist([-np.inf, -np.inf, 0, 0], count_probs=[[0.5, 0.5, 0, 0, 0],
+                                                                         [0, 0, 0, 1.0, 0]]),
+     [0, 0, 1, 1], "need more items at levels >= 1 than there are finite logits"),
+]
+
+
+@pytest.mark.parametrize("case", NO_VALUE, ids=[c[0] for c in NO_VALUE])
+@pytest.mark.parametrize("mode", ["NUMBA", FAST], ids=["NUMBA", "python"])
+def test_parameters_admitting_no_value_are_refused_by_logp_and_draws(case, mode):
+    _, make, value, msg = case
+    rv = make()
+    with pytest.raises(ParameterValueError, match=msg):
+        pytensor.function([], pm.logp(rv, np.array(value)), mode=mode)()
+    with pytest.raises(ValueError, match="finite logits"):
+        pm.draw(rv, random_seed=1, mode=mode)
+
+
+def test_parameters_admitting_no_value_give_minus_inf_in_a_model(fast_mode):
+    """In a model (compile_logp) the parameter check becomes -inf, as for every check."""
+    with pm.Model() as m:
+        x = pm.Normal("x")
+        ConditionalBernoulli("y", logits=pt.stack([x, -np.inf, -np.inf, 0.0]), k=3,
+                             observed=[1, 0, 1, 1])
+    assert m.compile_logp()({"x": 0.0}) == -np.inf
+
+
+def test_values_of_probability_zero_stay_minus_inf(fast_mode):
+    """Feasible parameters: a value of probability 0 has logp -inf, not a parameter error."""
+    th = np.array([0.5, -np.inf, 1.0, 0.0])
+    assert pm.logp(ConditionalBernoulli.dist(th, 2), [1, 1, 0, 0]).eval() == -np.inf
+    nk = NChooseK.dist(th, [0, 0, 0.5, 0, 0.5])  # count 4 infeasible, count 2 feasible
+    assert pm.logp(nk, [1, 1, 1, 1]).eval() == -np.inf  # needs the -inf item
+    assert pm.logp(nk, [1, 0, 0, 0]).eval() == -np.inf  # count 1 has no mass
+    assert np.isfinite(pm.logp(nk, [1, 0, 1, 0]).eval())
+    on = OrdinalNChooseK.dist(th, counts=[2, 1, 1])
+    assert pm.logp(on, [0, 1, 2, 0]).eval() == -np.inf  # the -inf item gets label 1
+    assert np.isfinite(pm.logp(on, [0, 0, 2, 1]).eval())
 
 
 # ----------------------------------------------------------------------------- PyMC workflow

@@ -200,6 +200,44 @@ def test_bad_input():
         C.log_esp_all([0.0, 1.0], K=-1)
 
 
+def test_api_paper_cuts_get_clear_errors():
+    """An int size as in the other samplers; D = 0 and a NaN K refused with a message; an empty
+    batch gives an empty result, as log_esp_all does."""
+    th = np.zeros(4)
+    y = C.sample_conditional_bernoulli(th, 2, size=3, rng=0)
+    assert y.shape == (3, 4) and np.all(y.sum(-1) == 2)
+    np.testing.assert_array_equal(y, C.sample_conditional_bernoulli(th, 2, size=(3,), rng=0))
+    for size in (2.5, (2, -1), "3"):
+        with pytest.raises(ValueError, match="size must be a non-negative integer"):
+            C.sample_conditional_bernoulli(th, 2, size=size, rng=0)
+    for fn, args in [(C.log_esp, (np.zeros(0), 0)), (C.log_esp_all, (np.zeros((2, 0)),)),
+                     (C.log_esp_all_fft, (np.zeros(0),)), (C.log_esp_and_marginals,
+                                                         (np.zeros(0), 0))]:
+        with pytest.raises(ValueError, match="at least one item \\(D >= 1\\)"):
+            fn(*args)
+    for K in (np.nan, np.inf, "2", [1]):
+        with pytest.raises(ValueError, match="K must be a non-negative integer"):
+            C.log_esp_all(th, K=K)
+    assert C.log_esp_all_fft(np.zeros((0, 4))).shape == C.log_esp_all(np.zeros((0, 4))).shape
+    np.testing.assert_allclose(C.log_esp_all(th, K=2.0), C.log_esp_all(th, K=2))
+
+
+def test_nchoosek_draw_conditions_on_feasible_counts():
+    """Mass on counts above the number of finite logits: every draw succeeds (the old one
+    failed depending on the seed) with a feasible count; no feasible count: a ValueError."""
+    theta = np.array([-np.inf, -np.inf, 0.0, 0.0])
+    pk = np.array([0.0, 0.0, 0.5, 0.5, 0.0])
+    for seed in range(20):
+        y = C.sample_nchoosek_core(np.random.default_rng(seed), theta, pk)
+        assert y.tolist() == [0, 0, 1, 1]
+    rng = np.random.default_rng(0)
+    pk = np.array([0.2, 0.2, 0.2, 0.4, 0.0])
+    counts = [C.sample_nchoosek_core(rng, theta, pk).sum() for _ in range(6000)]
+    np.testing.assert_allclose(np.bincount(counts, minlength=3) / 6000, [1 / 3] * 3, atol=0.03)
+    with pytest.raises(ValueError, match="no mass on a feasible count"):
+        C.sample_nchoosek_core(rng, theta, np.array([0.0, 0.0, 0.0, 1.0, 0.0]))
+
+
 def test_tilt_keeps_mode_at_k():
     # The tilted pmf's value at k is not tiny (>= 1/(4 sqrt(D)) here), which is what makes
     # the probability-scale DP accurate.

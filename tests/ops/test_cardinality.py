@@ -163,6 +163,44 @@ def test_expected_topk_gain_against_enumeration_and_gradient():
     verify_grad(log_gain, [T], rng=rng, mode=FAST)
 
 
+def test_expected_topk_gain_refuses_out_of_range_target_and_K():
+    """A target outside 0..D-1 matched no class and gave e_{K-1}/e_K, a plausible value; a K
+    outside 1..D gave NaN. Known when the graph is built: ValueError; symbolic: -inf."""
+    theta = np.array([1.0, 0.5, -0.2, 0.3])
+    for target in (4, -1, 10, np.array([0, 4])):
+        with pytest.raises(ValueError, match="target must be a class index in 0..3; got"):
+            expected_topk_gain(theta, target, 2)
+    for K in (0, 5, -1):
+        with pytest.raises(ValueError, match=f"K must be the number of predictions in 1..4; "
+                                             f"got {K}"):
+            expected_topk_gain(theta, 0, K)
+    with pytest.raises(TypeError, match="target must be a class index, an integer tensor"):
+        expected_topk_gain(theta, 1.0, 2)
+    th, t, k = pt.matrix("th"), pt.lvector("t"), pt.lscalar("k")
+    g = log_expected_topk_gain(th, t, k)
+    f = pytensor.function([th, t, k], [g, pt.grad(g.sum(), th)], mode=FAST)
+    T = np.tile(theta, (3, 1))
+    val, grad = f(T, np.array([3, 4, -1]), 2)
+    assert val[0] == pytest.approx(np.log(S.conditional_marginals(theta, 2)[3]), abs=1e-13)
+    assert np.all(val[1:] == -np.inf) and np.all(np.isfinite(grad)) and np.all(grad[1:] == 0)
+    for K in (0, 5):
+        val, grad = f(T, np.array([0, 1, 2]), K)
+        assert np.all(val == -np.inf) and np.all(grad == 0)
+
+
+def test_expected_topk_gain_with_fewer_than_K_finite_logits_is_zero_not_nan():
+    """Only 2 finite logits and K = 3: no 3 items can be predicted. The gain was NaN (-inf minus
+    -inf) with a gradient of 1 on the target; it is 0 (log -inf) with a zero gradient. A row
+    with K finite logits keeps its exact value (here 1: all of them are predicted)."""
+    th = pt.vector("th")
+    g = log_expected_topk_gain(th, 0, 3)
+    f = pytensor.function([th], [g, pt.grad(g, th)], mode=FAST)
+    val, grad = f(np.array([0.5, 1.0, -np.inf, -np.inf]))
+    assert val == -np.inf and np.all(grad == 0)
+    val, grad = f(np.array([0.5, 1.0, 0.2, -np.inf]))
+    assert val == pytest.approx(0.0, abs=1e-13) and np.allclose(grad, 0.0, atol=1e-12)
+
+
 @pytest.mark.parametrize("mode", ["NUMBA", FAST], ids=["NUMBA", "python"])
 def test_nan_or_posinf_logits_give_nan_not_a_crash(mode):
     # The distributions reject such logits with check_parameters; the Op itself must not
