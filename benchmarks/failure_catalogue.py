@@ -85,7 +85,10 @@ def _cli(*args):
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(list(args))
+        try:
+            code = main(list(args))
+        except SystemExit as stop:  # argparse refuses a bad setting with exit status 2
+            code = stop.code
     if code:
         lines = [line for line in err.getvalue().splitlines() if "error" in line or "warn" in line]
         raise type(f"exit {code}", (Exception,), {})(lines[-1] if lines else "")
@@ -138,6 +141,24 @@ def _ranker_outlier():
     return theta
 
 
+def _preflib(name, text):
+    """A PrefLib file in the scratch folder (shown as ``<tmp>``)."""
+    path = _tmp() / name
+    path.write_bytes(text.encode())
+    return str(path)
+
+
+def _pl_weights_set_to_inf():
+    """A PlackettLuce model whose weights (pm.Data) are set to inf after it is built."""
+    from pm_perm import PlackettLuce
+
+    with pm.Model() as model:
+        w = pm.Data("w", 1.0)
+        PlackettLuce("r", np.zeros(3), weights=w, observed=np.array([0, 1, 2]))
+    model.set_data("w", np.inf)
+    return model.compile_logp()({})
+
+
 def _cases():
     from pm_perm import (
         ConditionalBernoulli,
@@ -147,11 +168,14 @@ def _cases():
         PermutationExpFamily,
         PlackettLuce,
     )
+    from pm_perm._io import check_outputs
     from pm_perm.kernels.bethe import bethe_log_permanent as bethe_kernel
     from pm_perm.kernels.cardinality import log_esp
     from pm_perm.kernels.permanent import log_permanent, sample_permutations
     from pm_perm.ops.bethe import bethe_log_permanent as bethe_op
+    from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain
     from pm_perm.ops.permanent import log_permanent as log_permanent_op
+    from pm_perm.rankings import read_preflib
 
     W3 = np.zeros((3, 3))
     infeasible = np.array([[-np.inf, -np.inf, 0.0], [-np.inf, -np.inf, 0.0], [0.0, 0.0, 0.0]])
@@ -161,6 +185,7 @@ def _cases():
     huge3 = W3.copy()
     huge3[0, 0] = 1.5e308  # finite, but sums of such logits overflow float64
     u3 = np.array([0.5, -1.0, 2.0])
+    theta_inf = np.array([0.5, -np.inf, 1.0, -np.inf])  # 2 finite logits of 4
     return [
         # (area, input, call, expect) ; expect: an exception name, or "-inf" / "nan" / "ok"
         ("permanent kernel", "logits with NaN", lambda: log_permanent(nan3), "ValueError"),
@@ -325,6 +350,51 @@ def _cases():
          lambda: PartialRanking.dist(W3, weights=1.5), "ValueError"),
         ("PartialRanking", "logp of the non-integer value [0.4, 1, -1]",
          lambda: pm.logp(PartialRanking.dist(W3), [0.4, 1, -1]).eval(), "-inf"),
+        # adversarial review, 2026-11-27
+        ("top-K gain", "target class 4 of 4 classes (0..3)",
+         lambda: expected_topk_gain(theta, 4, 2), "ValueError"),
+        ("top-K gain", "K = 3 with only 2 finite logits (gain 0, not NaN)",
+         lambda: log_expected_topk_gain(np.array([0.5, 1.0, -np.inf, -np.inf]), 0, 3).eval(),
+         "-inf"),
+        ("NChooseK", "draw with most mass on more items than there are finite logits",
+         lambda: pm.draw(NChooseK.dist(theta_inf, [0.1, 0.1, 0.2, 0.6, 0.0]), random_seed=0),
+         "ok"),
+        ("NChooseK", "count_probs with mass only on counts no value has",
+         lambda: pm.logp(NChooseK.dist(theta_inf, [0, 0, 0, 0.5, 0.5]),
+                         np.array([1, 0, 1, 0])).eval(), "ParameterValueError"),
+        ("ConditionalBernoulli", "draw of k = 3 with only 2 finite logits",
+         lambda: pm.draw(ConditionalBernoulli.dist(theta_inf, 3), random_seed=0), "ValueError"),
+        ("NChooseK", "observed labels of width 3 for 4 logits",
+         lambda: _observed(NChooseK, logits=theta, count_probs=np.full(5, 0.2),
+                           observed=np.array([[1, 1, 0]])), "ValueError"),
+        ("PlackettLuce", "weights (pm.Data) set to inf after the model is built",
+         _pl_weights_set_to_inf, "-inf"),
+        ("Bethe kernel", "logits admitting no permutation, no row or column all -inf",
+         lambda: bethe_kernel(infeasible), "ValueError"),
+        ("PermutationExpFamily", "method='bethe', logits admitting no permutation",
+         lambda: pm.logp(PermutationExpFamily.dist(infeasible, method="bethe"),
+                         np.array([2, 0, 1])).eval(), "ParameterValueError"),
+        ("PermutationExpFamily", "logits of shape (0, 0)",
+         lambda: PermutationExpFamily.dist(np.zeros((0, 0))), "ValueError"),
+        ("PrefLib reader", "a header declaring 1000000000 alternatives and naming 3",
+         lambda: read_preflib(_preflib("huge.soc", "# NUMBER ALTERNATIVES: 1000000000\n"
+                                       + "".join(f"# ALTERNATIVE NAME {i}: {c}\n"
+                                                 for i, c in enumerate("ABC", 1))
+                                       + "1: 1,2,3\n")), "ValueError"),
+        ("PrefLib reader", "a count of 10^23 (beyond int64)",
+         lambda: read_preflib(_preflib("count.soc", "".join(
+             f"# ALTERNATIVE NAME {i}: {c}\n" for i, c in enumerate("ABC", 1))
+             + "# NUMBER ALTERNATIVES: 3\n100000000000000000000000: 1,2,3\n")), "ValueError"),
+        ("pm-perm rankings", "--prior-sigma -1 (a prior scale)",
+         lambda: _cli("rankings", _preflib("b.soc", "".join(
+             f"# ALTERNATIVE NAME {i}: {c}\n" for i, c in enumerate("ABC", 1))
+             + "# NUMBER ALTERNATIVES: 3\n2: 1,2,3\n1: 2,1,3\n"), "--prior-sigma", "-1"),
+         "exit 2"),
+        ("pm-perm rank", "--test naming the --train file",
+         lambda: _cli("rank", "--train", _letor("a.txt"), "--test", _letor("a.txt"), "--model",
+                      "ridge"), "exit 2"),
+        ("output path", "a folder that refuses new files even to root (/proc)",
+         lambda: check_outputs({"--json": "/proc/result.json"}), "OutputPathError"),
     ]
 
 
