@@ -452,8 +452,8 @@ class NChooseK(pm.Discrete):
     Identity (tested): with the Poisson-binomial prior implied by the logits,
     :math:`\pi_k = e_k(e^\theta) / \prod_d (1 + e^{\theta_d})`, this is independent Bernoulli
     with probabilities ``sigmoid(logits)`` (logistic regression). ``support_point`` puts the
-    ones on the :math:`k^*` largest logits for :math:`k^* = \arg\max_k \pi_k` (a point of
-    positive probability, not necessarily the mode).
+    ones on the :math:`k^*` largest logits for :math:`k^* = \arg\max_k \pi_k` over the feasible
+    counts (a point of positive probability, not necessarily the mode).
 
     Examples
     --------
