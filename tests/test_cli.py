@@ -116,6 +116,7 @@ def test_rank_errors_are_messages_not_tracebacks(letor_files, capsys):
         main(["rank", "--model", "nonsense"])
 
 
+@pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
 def test_rank_nuts_prints_intervals_and_diagnostics(letor_files, tmp_path, capsys):
     out = tmp_path / "n.json"
@@ -134,6 +135,7 @@ def test_rank_nuts_prints_intervals_and_diagnostics(letor_files, tmp_path, capsy
         assert (tmp_path / "plots" / name).stat().st_size > 1000
 
 
+@pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
 def test_rank_hinge_nuts_plots_save_shapes(letor_files, tmp_path, capsys):
     code = main(["rank", "--train", letor_files["train"], "--test", letor_files["test"],
@@ -145,6 +147,7 @@ def test_rank_hinge_nuts_plots_save_shapes(letor_files, tmp_path, capsys):
     assert (tmp_path / "plots" / "shapes.png").stat().st_size > 5_000
 
 
+@pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
 def test_rank_ordinal_nuts_plots_top5(letor_files, tmp_path, capsys):
     out = tmp_path / "on.json"

@@ -650,6 +650,7 @@ def test_ordinal_and_gain_models_find_map(fast_mode):
     assert np.all(np.diff(est) < 0)  # recovers the order of the true logits
 
 
+@pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
 def test_nuts_recovers_count_distribution():
     # Acceptance: a Dirichlet count prior recovers a known count distribution by NUTS

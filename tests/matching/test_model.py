@@ -238,6 +238,7 @@ def test_helpers():
     assert hamming_error([[0, 1, 2]], [[0, 2, 1]]) == pytest.approx(2 / 3)
 
 
+@pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
 def test_nuts_whitened_tiny():
     (xtr, ytr), _, (xte, yte) = _pairs(10, 10, n_points=6)

@@ -201,6 +201,7 @@ def test_map_matches_scipy_on_the_enumerated_objective():
     assert other.map_results_[1.5].success
 
 
+@pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
 def test_fit_nuts_posterior_is_centred_near_the_map():
     theta = np.array([1.0, -0.5])

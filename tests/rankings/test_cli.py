@@ -282,6 +282,7 @@ def test_nuts_nan_draws_are_a_fit_failure(ballots, tmp_path, capsys, monkeypatch
     assert "non-finite draws" in capsys.readouterr().err and not out.exists()
 
 
+@pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
 def test_nuts_end_to_end(ballots, tmp_path):
     out = tmp_path / "nuts.json"

@@ -158,6 +158,7 @@ def test_relabel_components_undoes_switching():
     assert np.abs(idata["posterior"]["W"].values - W).max() < 0.3
 
 
+@pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
 def test_models_work_with_find_map_and_nuts():
     data = simulate_rankings(200, utilities=[1.0, 0.0, -1.0], rng=9)
