@@ -30,6 +30,8 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.op import RandomVariable
 
+from pm_perm.kernels._checks import as_count
+
 __all__ = ["PermutationSwapMetropolis", "is_permutation_rv", "register_step_method"]
 
 
@@ -48,6 +50,26 @@ def is_permutation_rv(var) -> bool:
     )
 
 
+def _check_permutation(name: str, value: np.ndarray) -> None:
+    """Raise ``ValueError`` unless every row (last axis) of ``value`` is a permutation of
+    ``0..M-1``; the message names the variable ``name``, the first bad row and its value."""
+    if value.ndim == 0:
+        raise ValueError(
+            f"PermutationSwapMetropolis: {name} is a scalar; a permutation variable must have at "
+            "least one dimension (its last axis holds the permutation)"
+        )
+    M = value.shape[-1]
+    bad = (np.sort(value, axis=-1) != np.arange(M)).any(axis=-1)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = f"{name}[{', '.join(map(str, idx))}]" if idx else name
+        raise ValueError(
+            f"PermutationSwapMetropolis: the value of {where} is {value[idx].tolist()}, which is "
+            f"not a permutation of 0..{M - 1}; start from a permutation of 0..M-1 in every row "
+            f"(check initvals for {name})"
+        )
+
+
 @dataclass_state
 class PermutationSwapMetropolisState(StepMethodState):
     n_swaps: int | None
@@ -61,14 +83,24 @@ class PermutationSwapMetropolis(ArrayStep):
     vars : list
         Permutation-valued variables (value ``y[..., i]`` = column matched to row ``i``).
     n_swaps : int, optional
-        Swap proposals per permutation per step; default M (one sweep).
+        Swap proposals per permutation per step (an integer >= 1); default M (one sweep).
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's other step methods.
+
+    Raises
+    ------
+    ValueError
+        At construction, for a variable that is not a permutation-valued random variable (see
+        :func:`is_permutation_rv`) or not integer, for ``n_swaps`` that is not an integer
+        >= 1, and for an ``initial_point`` whose value of a variable is not a permutation. At a
+        step, when the value of a variable is not a permutation of ``0..M-1`` in every row or
+        the model log-density is not finite (an invalid start point, e.g. from ``initvals``).
 
     Notes
     -----
     Stats: ``accept_rate`` (fraction of accepted swaps in the step). The initial point must be a
-    valid permutation with finite model density.
+    valid permutation with finite model density: a swap proposal keeps a permutation a
+    permutation, and a chain started at density zero would never move, so both are refused.
     """
 
     name = "permutation_swap_metropolis"
@@ -94,9 +126,16 @@ class PermutationSwapMetropolis(ArrayStep):
                     f"PermutationSwapMetropolis needs integer permutation variables; {v.name} "
                     f"has dtype {v.dtype}"
                 )
-        if n_swaps is not None and int(n_swaps) < 1:
-            raise ValueError(f"n_swaps must be >= 1; got {n_swaps}")
-        self.n_swaps = None if n_swaps is None else int(n_swaps)
+            if not is_permutation_rv(model.values_to_rvs[v]):
+                raise ValueError(
+                    f"PermutationSwapMetropolis applies only to permutation-valued random "
+                    f"variables (pm_perm's permutation distributions, or a RandomVariable whose "
+                    f"Op has support_is_permutation = True); {v.name} is not one: assign it "
+                    f"another step method (e.g. pm.Metropolis)"
+                )
+            if initial_point is not None and v.name in initial_point:
+                _check_permutation(v.name, np.asarray(initial_point[v.name]))
+        self.n_swaps = None if n_swaps is None else as_count(n_swaps, "n_swaps", 1)
         if compile_kwargs is None:
             compile_kwargs = {}
         super().__init__(vars, [model.compile_logp(**compile_kwargs)], blocked=blocked, rng=rng)
@@ -107,12 +146,20 @@ class PermutationSwapMetropolis(ArrayStep):
     def astep(self, apoint: RaveledVars, *args):
         logp = args[0]
         q = RaveledVars(np.copy(apoint.data), apoint.point_map_info)
+        offset = 0
+        for name, shape, size, _dtype in apoint.point_map_info:
+            _check_permutation(name, q.data[offset:offset + size].reshape(shape))
+            offset += size
         logp_curr = logp(q)
+        if not np.isfinite(logp_curr):
+            raise ValueError(
+                f"PermutationSwapMetropolis: the model log-density is {logp_curr} at the start "
+                f"point of {', '.join(info[0] for info in apoint.point_map_info)}; the chain "
+                f"cannot move from there: start from values of finite density (initvals)"
+            )
         n_prop = n_acc = 0
         offset = 0
         for _name, shape, size, _dtype in apoint.point_map_info:
-            if len(shape) == 0:
-                raise ValueError("a permutation variable must have at least one dimension")
             M = shape[-1]
             rows = size // M if M else 0
             n_swaps = self.n_swaps if self.n_swaps is not None else M

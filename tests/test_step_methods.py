@@ -126,3 +126,54 @@ def test_rejects_float_vars():
         pm.Normal("z", 0, 1)
         with pytest.raises(ValueError, match="integer"):
             PermutationSwapMetropolis([pm.modelcontext(None)["z"]])
+
+
+def test_rejects_variables_that_are_not_permutations():
+    with pm.Model():
+        k = pm.Poisson("k", 3.0, shape=3)
+        s = pm.Poisson("s", 3.0)
+        for v in (k, s):
+            with pytest.raises(ValueError, match=f"only to permutation-valued .*; {v.name} is not"):
+                PermutationSwapMetropolis([v])
+
+
+@pytest.mark.parametrize("n_swaps", [2.5, 0, -1, "3", np.nan])
+def test_rejects_bad_n_swaps(n_swaps):
+    with pm.Model():
+        y = _TinyPerm("y", logits=pt.zeros((3, 3)))
+        with pytest.raises(ValueError, match=r"n_swaps must be an integer >= 1"):
+            PermutationSwapMetropolis([y], n_swaps=n_swaps)
+        assert PermutationSwapMetropolis([y], n_swaps=np.int64(2)).n_swaps == 2
+
+
+def test_rejects_start_that_is_not_a_permutation():
+    msg = r"value of y is \[0, 0, 1\], which is not a permutation of 0..2"
+    with pm.Model():
+        y = _TinyPerm("y", logits=pt.zeros((3, 3)))
+        with pytest.raises(ValueError, match=msg):
+            PermutationSwapMetropolis([y], initial_point={"y": np.array([0, 0, 1])})
+        step = PermutationSwapMetropolis([y])
+        with pytest.raises(ValueError, match=msg):
+            step.step({"y": np.array([0, 0, 1])})
+        with pytest.raises(ValueError, match=r"value of y is \[0, 1, 3\]"):
+            step.step({"y": np.array([0, 1, 3])})
+        # pm.sample stops (it used to return the invalid value as every draw)
+        with pytest.raises(ValueError, match=msg):
+            pm.sample(draws=2, tune=0, chains=1, initvals={"y": np.array([0, 0, 1])},
+                      progressbar=False, random_seed=0, compute_convergence_checks=False)
+    with pm.Model():
+        z = _TinyPerm("z", logits=pt.zeros((3, 3)), shape=(2, 3))
+        with pytest.raises(ValueError, match=r"value of z\[1\] is \[2, 2, 0\]"):
+            PermutationSwapMetropolis([z]).step({"z": np.array([[0, 1, 2], [2, 2, 0]])})
+
+
+def test_rejects_start_of_zero_density():
+    W = np.zeros((3, 3))
+    W[0, 0] = -np.inf
+    with pm.Model():
+        y = _TinyPerm("y", logits=pt.constant(W))
+        step = PermutationSwapMetropolis([y])
+        with pytest.raises(ValueError, match="log-density is -inf at the start point of y"):
+            step.step({"y": np.array([0, 1, 2])})
+        point, _ = step.step({"y": np.array([1, 0, 2])})
+        assert sorted(point["y"].tolist()) == [0, 1, 2]
