@@ -72,6 +72,12 @@ def shape_context(points, n_radial=N_RADIAL_BINS, n_angle=N_ANGLE_BINS, r_inner=
         ``[2 pi a / n_angle, 2 pi (a + 1) / n_angle)`` measured counter-clockwise from the
         ``+x`` axis (``atan2(dy, dx)`` of the offset).
 
+    Raises
+    ------
+    ValueError
+        For bad ``points``, ``n_radial`` or ``n_angle`` not a positive integer, or not
+        ``0 < r_inner < r_outer``.
+
     Notes
     -----
     Distances are divided by the set's mean pairwise distance, so the descriptor is invariant to
@@ -79,6 +85,12 @@ def shape_context(points, n_radial=N_RADIAL_BINS, n_angle=N_ANGLE_BINS, r_inner=
     O(n^2) time and memory per point set.
     """
     pts = _check_points(points)
+    for name, v in (("n_radial", n_radial), ("n_angle", n_angle)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive integer (number of bins); got {v!r}")
+    if not 0 < r_inner < r_outer < np.inf:
+        raise ValueError(f"need 0 < r_inner < r_outer (radial range in mean pairwise distances); "
+                         f"got r_inner={r_inner!r}, r_outer={r_outer!r}")
     n = pts.shape[-2]
     dist, mean = _mean_pairwise_distance(pts)
     r = dist / mean[..., None, None]
@@ -133,6 +145,12 @@ def edge_features(desc_a, desc_b, points_a=None, points_b=None):
         eq. 19), then the position feature. All features are distances: large means "unlike",
         so learned weights are typically negative, and ``theta = -1`` on the descriptor
         features is plain shape-context matching (sum of squared differences). O(n^2 k).
+
+    Raises
+    ------
+    ValueError
+        If the descriptors' shapes differ in ``(n, k)``, or ``points_a`` / ``points_b`` do not
+        have the shape of their descriptors with ``k`` replaced by 2.
     """
     a = np.asarray(desc_a, dtype=np.float64)
     b = np.asarray(desc_b, dtype=np.float64)
@@ -146,5 +164,9 @@ def edge_features(desc_a, desc_b, points_a=None, points_b=None):
     if points_a is None or points_b is None:
         raise ValueError("pass both points_a and points_b for the position feature, or neither")
     za, zb = normalized_coordinates(points_a), normalized_coordinates(points_b)
+    for name, z, desc in (("points_a", za, a), ("points_b", zb, b)):
+        if z.shape[:-1] != desc.shape[:-1]:
+            raise ValueError(f"{name} must have shape {desc.shape[:-1] + (2,)} (one point per "
+                             f"descriptor row); got {z.shape}")
     pos = np.sum((za[..., :, None, :] - zb[..., None, :, :]) ** 2, axis=-1)
     return np.concatenate([x, pos[..., None]], axis=-1)

@@ -49,14 +49,42 @@ __all__ = [
 ]
 
 
-def _check_xy(x, y):
+def _check_x(x, ndim=None):
+    """Edge features ``(..., M, M, d)`` (exactly ``ndim`` axes if given), all finite."""
     x = np.asarray(x, dtype=np.float64)
+    if (x.ndim < 3 if ndim is None else x.ndim != ndim) or x.shape[-3] != x.shape[-2]:
+        lead = "..." if ndim is None else "n_pairs"
+        raise ValueError(f"x must have shape ({lead}, M, M, d); got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x contains NaN or inf features; fix or drop those pairs (edge "
+                         "features of finite point sets are finite)")
+    return x
+
+
+def _check_xy(x, y):
+    x = _check_x(x, ndim=4)
     y = np.asarray(y)
-    if x.ndim != 4 or x.shape[1] != x.shape[2]:
-        raise ValueError(f"x must have shape (n_pairs, M, M, d); got {x.shape}")
     if y.shape != x.shape[:2]:
         raise ValueError(f"y must have shape (n_pairs, M) = {x.shape[:2]}; got {y.shape}")
+    check_observed_permutations(y, y.shape[1])
     return x, y.astype(np.int64)
+
+
+def _check_theta(theta, d, name="theta"):
+    """``theta`` of shape (d,), or draws ``theta_draws`` of shape (S, d)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    want = f"({d},)" if name == "theta" else f"(S, {d})"
+    if theta.ndim != (1 if name == "theta" else 2) or theta.shape[-1] != d:
+        raise ValueError(f"{name} must have shape {want}, one weight per feature of x; got "
+                         f"shape {theta.shape}")
+    return theta
+
+
+def _check_prior_sigmas(prior_sigmas):
+    sigmas = tuple(np.atleast_1d(np.asarray(prior_sigmas, dtype=np.float64)).ravel().tolist())
+    if not sigmas or any(not np.isfinite(s) or s <= 0 for s in sigmas):
+        raise ValueError(f"prior_sigmas must be positive numbers, got {prior_sigmas!r}")
+    return sigmas
 
 
 def feature_scale(x):
@@ -160,8 +188,17 @@ def matching_model(x, y, prior_sigma=1.0, method="exact", whitening=None, prior_
     pymc.Model
         ``theta`` (dims ``"feature"``) and one batched observed term ``"y"``. One log-posterior
         gradient costs O(n_pairs M 2^M) with the exact engine (about 10 ms per pair at M = 20).
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not of shape (n_pairs, M, M, d) or holds NaN or inf, ``y`` is not one
+        permutation per pair, ``prior_sigma`` is not a positive number, or ``prior_mean`` is
+        not finite of shape (d,).
     """
     x, y = _check_xy(x, y)
+    if not (np.isfinite(prior_sigma) and prior_sigma > 0):
+        raise ValueError(f"prior_sigma must be a positive number, got {prior_sigma!r}")
     coords = {"feature": np.arange(x.shape[-1]), "pair": np.arange(x.shape[0]),
               "row": np.arange(x.shape[1])}
     with pm.Model(coords=coords) as model:
@@ -221,6 +258,12 @@ def fit_map(x, y, prior_sigmas=(1.0,), validation=None, method="exact", tiebreak
     -------
     MapFit
 
+    Raises
+    ------
+    ValueError
+        For bad ``x``, ``y`` or ``prior_mean`` (see :func:`matching_model`) or a non-positive
+        scale in ``prior_sigmas``.
+
     Notes
     -----
     The same optimum as ``pm.find_MAP`` (L-BFGS-B on the model's log posterior and gradient),
@@ -228,7 +271,7 @@ def fit_map(x, y, prior_sigmas=(1.0,), validation=None, method="exact", tiebreak
     The negative log posterior is convex in ``theta`` (Petterson et al. 2009), so the start does
     not matter. Each L-BFGS-B step costs one value-and-gradient pass, O(n_pairs M 2^M).
     """
-    sigmas = tuple(np.atleast_1d(np.asarray(prior_sigmas, dtype=np.float64)).tolist())
+    sigmas = _check_prior_sigmas(prior_sigmas)
     model = matching_model(x, y, sigmas[0], method, prior_mean=prior_mean)
     score = None
     if validation is not None:
@@ -331,10 +374,13 @@ def fit_nuts(x, y, prior_sigma=1.0, draws=500, tune=500, chains=4, seed=0, cores
 def predict(x, theta):
     """Predicted matchings: the max-weight matching of ``x . theta`` (the model's mode).
 
-    ``x`` of shape ``(..., M, M, d)``, ``theta`` of shape ``(d,)``; returns int64
-    ``(..., M)``. O(M^3) per pair (Hungarian), any M.
+    ``x`` of shape ``(..., M, M, d)``, finite, ``theta`` of shape ``(d,)``; returns int64
+    ``(..., M)``. O(M^3) per pair (Hungarian), any M. Raises ``ValueError`` for other shapes
+    or non-finite ``x``.
     """
-    return max_weight_matching(np.asarray(x) @ np.asarray(theta, dtype=np.float64))
+    x = _check_x(x)
+    theta = _check_theta(theta, x.shape[-1])
+    return max_weight_matching(x @ theta)
 
 
 def log_likelihood(x, y, theta):
@@ -342,18 +388,27 @@ def log_likelihood(x, y, theta):
 
     ``x`` of shape ``(n_pairs, M, M, d)`` with M <= ``EXACT_MAX_M``, ``y`` of shape
     ``(n_pairs, M)``, ``theta`` of shape ``(d,)``; returns a float (log base e).
-    O(n_pairs M 2^M) (exact permanent; about 0.1 ms per pair at M = 15).
+    O(n_pairs M 2^M) (exact permanent; about 0.1 ms per pair at M = 15). Raises
+    ``ValueError`` for other shapes, non-finite ``x`` or a ``y`` that is not a permutation.
     """
     x, y = _check_xy(x, y)
-    check_observed_permutations(y, y.shape[1])
-    W = x @ np.asarray(theta, dtype=np.float64)
+    theta = _check_theta(theta, x.shape[-1])
+    W = x @ theta
     hit = np.take_along_axis(W, y[:, :, None], axis=2)[..., 0].sum(axis=1)
     return float(np.sum(hit - log_permanent(W)))
 
 
 def hamming_error(y_pred, y_true):
-    """Mean fraction of points matched to the wrong point (normalised Hamming loss)."""
-    return float(np.mean(np.asarray(y_pred) != np.asarray(y_true)))
+    """Mean fraction of points matched to the wrong point (normalised Hamming loss).
+
+    ``y_pred`` and ``y_true`` must have the same shape, e.g. ``(n_pairs, M)`` (``ValueError``
+    otherwise: they are not broadcast).
+    """
+    y_pred, y_true = np.asarray(y_pred), np.asarray(y_true)
+    if y_pred.shape != y_true.shape:
+        raise ValueError(f"y_pred and y_true must have the same shape; got {y_pred.shape} and "
+                         f"{y_true.shape}")
+    return float(np.mean(y_pred != y_true))
 
 
 def posterior_matching_marginals(x, theta_draws):
@@ -370,13 +425,18 @@ def posterior_matching_marginals(x, theta_draws):
     ndarray of float64, shape (n_pairs, M, M)
         The average over draws of the exact marginal matrices (doubly stochastic).
 
+    Raises
+    ------
+    ValueError
+        If ``x`` holds NaN or inf or the draws do not have ``d`` weights each.
+
     Notes
     -----
     O(S n_pairs M 2^M) time (exact engine, M <= ``EXACT_MAX_M``): at M = 20 about 11 ms per
     (draw, pair).
     """
-    x = np.asarray(x, dtype=np.float64)
-    draws = np.atleast_2d(np.asarray(theta_draws, dtype=np.float64))
+    x = _check_x(x, ndim=4)
+    draws = _check_theta(np.atleast_2d(theta_draws), x.shape[-1], "theta_draws")
     P = np.zeros(x.shape[:-1])
     for theta in draws:
         P += permutation_marginals(x @ theta)
@@ -463,6 +523,12 @@ def fit_max_margin(x, y, lam=1e-3, epochs=300, seed=0, tol=1e-3, return_info=Fal
     ndarray of float64, shape (d,)
         Weights in the ``W = x . theta`` convention (predict with :func:`predict`); with
         ``return_info``, the tuple ``(theta, info)``.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not of shape (n_pairs, M, M, d) or holds NaN or inf, ``y`` is not one
+        permutation per pair, or ``lam <= 0``.
 
     Notes
     -----

@@ -3,6 +3,7 @@
 from itertools import product
 
 import numpy as np
+import pytest
 from scipy.special import expit, log_softmax, logit
 
 from pm_perm.classification.metrics import (
@@ -60,3 +61,48 @@ def test_topk_accuracy():
     assert topk_accuracy(scores, target, 1) == 0.0
     assert topk_accuracy(scores, target, 2) == 0.5
     assert topk_accuracy(scores, target, 3) == 1.0
+
+
+def test_nchoosek_and_bernoulli_nll_refuse_bad_input():
+    L, Y = np.zeros((2, 4)), np.array([[1, 0, 0, 0], [1, 1, 0, 0]])
+    with pytest.raises(ValueError, match=r"count_logits must have shape \(n, D \+ 1\)"):
+        nchoosek_nll(L, np.zeros((2, 4)), Y)  # one logit per count 0..D, not per output
+    with pytest.raises(ValueError, match="Y must be binary"):
+        nchoosek_nll(L, np.zeros((2, 5)), np.array([[2, 0, 0, 0], [1, 1, 0, 0]]))
+    with pytest.raises(ValueError, match="Y must have the shape of logits"):
+        bernoulli_nll(L, Y[:1])
+    with pytest.raises(ValueError, match="logits contain NaN"):
+        bernoulli_nll(L * np.nan, Y)
+    with pytest.raises(ValueError, match="count_logits contain NaN"):
+        nchoosek_nll(L, np.full((2, 5), np.nan), Y)
+    # -inf count logits are a zero prior probability, not an error
+    cl = np.zeros((2, 5))
+    cl[:, 1] = -np.inf
+    np.testing.assert_allclose(nchoosek_nll(L, cl, Y), [np.inf, np.log(4) + np.log(6)])
+
+
+def test_poisson_binomial_pmf_refuses_non_probabilities():
+    for p in ([1.5, 0.5], [-0.1, 0.5], [np.nan, 0.5]):
+        with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
+            poisson_binomial_pmf(p)
+    np.testing.assert_allclose(poisson_binomial_pmf([1.0, 0.5]), [0.0, 0.5, 0.5])
+
+
+@pytest.mark.parametrize("target, K, match", [
+    (np.array([0]), 1, "target must be an integer class index per row"),
+    (np.array([0.0, 3.0]), 1, "target must be an integer class index per row"),
+    (np.array([7, 9]), 4, r"target must hold class indices in 0..C-1 = 0..3"),
+    (np.array([0, 3]), 0, r"K must be an integer in 1..C = 1..4"),
+    (np.array([0, 3]), -1, r"K must be an integer in 1..C = 1..4"),
+    (np.array([0, 3]), 5, r"K must be an integer in 1..C = 1..4"),
+])
+def test_topk_accuracy_refuses_bad_input(target, K, match):
+    scores = np.array([[3.0, 2.0, 1.0, 0.0], [0.0, 1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match=match):
+        topk_accuracy(scores, target, K)
+
+
+def test_topk_accuracy_refuses_nan_scores():
+    scores = np.array([[np.nan, 2, 1, 0], [0, 1, 2, np.nan]])
+    with pytest.raises(ValueError, match="scores contain NaN"):
+        topk_accuracy(scores, np.array([0, 3]), 1)

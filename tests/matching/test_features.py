@@ -79,3 +79,23 @@ def test_bad_points(bad):
 def test_coincident_points():
     with pytest.raises(ValueError, match="zero scale"):
         shape_context(np.ones((4, 2)))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_angle": 0}, "n_angle must be a positive integer"),
+    ({"n_radial": 0}, "n_radial must be a positive integer"),
+    ({"n_radial": 2.5}, "n_radial must be a positive integer"),
+    ({"r_inner": 3.0, "r_outer": 1.0}, "need 0 < r_inner < r_outer"),
+    ({"r_inner": -1.0}, "need 0 < r_inner < r_outer"),
+])
+def test_shape_context_bad_bins(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        shape_context(POINTS[0], **kwargs)
+
+
+def test_edge_features_points_must_match_descriptors():
+    a, b = shape_context(POINTS[0]), shape_context(POINTS[1])
+    with pytest.raises(ValueError, match=r"points_b must have shape \(12, 2\)"):
+        edge_features(a, b, POINTS[0], POINTS[1, :6])
+    with pytest.raises(ValueError, match=r"points_a must have shape \(12, 2\)"):
+        edge_features(a, b, POINTS[:2], POINTS[1])

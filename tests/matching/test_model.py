@@ -251,3 +251,62 @@ def test_nuts_whitened_tiny():
     np.testing.assert_allclose(theta.mean(0), fit.theta, atol=4 * theta.std(0).max())
     P = posterior_matching_marginals(xte, theta[::20])
     assert hamming_error(predict(P[..., None], np.ones(1)), yte) <= 0.2
+
+
+def _tiny_pair(M=5):
+    rng = np.random.default_rng(0)
+    pa = rng.normal(size=(M, 2))
+    pb = pa + 0.01 * rng.normal(size=(M, 2))
+    return edge_features(shape_context(pa), shape_context(pb))[None], np.arange(M)[None]
+
+
+def test_fit_max_margin_refuses_a_y_that_is_not_a_permutation():
+    x, _ = _tiny_pair()
+    for y in (np.zeros((1, 5), int), np.array([[0, 1, 2, 3, 9]])):
+        with pytest.raises(ValueError, match="is not a permutation"):
+            fit_max_margin(x, y, epochs=3)
+
+
+def test_hamming_error_refuses_mismatched_shapes():
+    assert hamming_error(np.arange(5)[None], np.arange(5)[None]) == 0.0
+    with pytest.raises(ValueError, match="y_pred and y_true must have the same shape"):
+        hamming_error(np.arange(5)[:, None], np.arange(5))
+    with pytest.raises(ValueError, match="y_pred and y_true must have the same shape"):
+        hamming_error(np.arange(5), np.arange(4))
+
+
+def test_non_finite_features_are_refused_at_every_entry_point():
+    x, y = _tiny_pair()
+    xn = x.copy()
+    xn[0, 0, 0, 0] = np.nan
+    theta = -np.ones(x.shape[-1])
+    calls = [lambda: matching_model(xn, y), lambda: fit_map(xn, y),
+             lambda: fit_max_margin(xn, y, epochs=3), lambda: log_likelihood(xn, y, theta),
+             lambda: baseline_prior_mean(xn, y, theta), lambda: predict(xn, theta),
+             lambda: posterior_matching_marginals(xn, theta[None]),
+             lambda: sub_matchings(xn, y, 2),
+             lambda: fit_map(x, y, validation=(xn, y), prior_sigmas=(1.0, 2.0))]
+    for call in calls:
+        with pytest.raises(ValueError, match="x contains NaN or inf features"):
+            call()
+
+
+@pytest.mark.parametrize("sigmas", [(-1.0,), (1.0, 0.0), (np.nan,), ()])
+def test_fit_map_refuses_non_positive_prior_scales(sigmas):
+    x, y = _tiny_pair()
+    with pytest.raises(ValueError, match="prior_sigmas must be positive numbers"):
+        fit_map(x, y, prior_sigmas=sigmas)
+    with pytest.raises(ValueError, match="prior_sigma must be a positive number"):
+        matching_model(x, y, prior_sigma=-1.0)
+
+
+def test_theta_of_the_wrong_length_is_refused():
+    x, y = _tiny_pair()
+    theta = -np.ones(x.shape[-1])
+    with pytest.raises(ValueError, match=r"theta must have shape \(60,\)"):
+        predict(x, theta[:3])
+    with pytest.raises(ValueError, match=r"theta must have shape \(60,\)"):
+        log_likelihood(x, y, theta[:3])
+    with pytest.raises(ValueError, match=r"theta_draws must have shape \(S, 60\)"):
+        posterior_matching_marginals(x, theta[None, :3])
+    np.testing.assert_array_equal(predict(x, theta), predict(x[0], theta)[None])
