@@ -13,6 +13,7 @@ import numpy as np
 import pymc as pm
 
 from pm_perm._map import check_lbfgs_memory, checked_sample, laplace_whitening, map_path
+from pm_perm.ranking.data import RankingSplit
 from pm_perm.ranking.metrics import evaluate_ranking
 
 __all__ = ["FeatureScaling", "LinearRanker", "linear_scores"]
@@ -34,6 +35,12 @@ def linear_scores(ranker, X, draws=False):
     Returns
     -------
     ndarray, shape (n_docs,) or (n_draws, n_docs)
+
+    Raises
+    ------
+    ValueError
+        The ranker is not fitted (or has no draws for ``draws=True``), or ``X`` has the wrong
+        shape or NaN or infinite values.
     """
     name = type(ranker).__name__
     if not hasattr(ranker, "theta_"):
@@ -41,15 +48,23 @@ def linear_scores(ranker, X, draws=False):
     if draws and getattr(ranker, "theta_draws_", None) is None:
         raise ValueError(f"draws=True needs posterior draws: call {name}.fit_nuts first")
     theta = ranker.theta_draws_ if draws else ranker.theta_
+    return theta @ check_features(X, theta.shape[-1]).T
+
+
+def check_features(X, n_features, name="X"):
+    """``X`` as float64 after checking it has shape (n_docs, ``n_features``) and finite values;
+    ``name`` is the argument the messages give."""
     X = np.asarray(X, dtype=np.float64)
-    n_features = theta.shape[-1]
     if X.ndim != 2 or X.shape[1] != n_features:
         raise ValueError(
-            f"X must be a 2-D (n_docs, {n_features}) array with the training split's feature "
-            f"columns, got shape {X.shape} (for a ranker trained on a HingeBasis, pass "
+            f"{name} must be a 2-D (n_docs, {n_features}) array with the training split's "
+            f"feature columns, got shape {X.shape} (for a ranker trained on a HingeBasis, pass "
             "basis.transform(X))"
         )
-    return theta @ X.T
+    if not np.all(np.isfinite(X)):
+        row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
+        raise ValueError(f"{name} has NaN or infinite features (first in row {row})")
+    return X
 
 
 class FeatureScaling:
@@ -138,8 +153,16 @@ class LinearRanker:
         validation NDCG@5 kept; without, the first scale is used. The log-posterior and its
         gradient are compiled once for all scales and each fit starts from the previous optimum
         (:func:`pm_perm._map.map_path`; the class's notes say when the start cannot change the
-        optimum). A fit that does not converge raises ``MapFitError``. Returns ``self``.
+        optimum). A fit that does not converge raises ``MapFitError``; a ``valid`` that is
+        not a ``RankingSplit`` with the training split's feature columns raises a
+        ``ValueError`` before fitting. Returns ``self``.
         """
+        if valid is not None:
+            if not isinstance(valid, RankingSplit):
+                raise ValueError("valid must be a pm_perm.ranking.data.RankingSplit (see "
+                                 "read_letor) or None")
+            if isinstance(train, RankingSplit):
+                check_features(valid.X, train.n_features, "valid.X")
         self._build(train)
         t0 = time.perf_counter()
 
@@ -213,5 +236,5 @@ class LinearRanker:
     def decision_function(self, X, *, draws=False):
         """Scores ``X @ theta`` (rank by decreasing score); with ``draws=True`` one row per
         posterior draw, shape (n_draws, n_docs). ``X`` must have the training split's feature
-        columns (a clear ``ValueError`` otherwise)."""
+        columns and finite values (a clear ``ValueError`` otherwise)."""
         return linear_scores(self, X, draws)

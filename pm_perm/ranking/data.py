@@ -25,12 +25,15 @@ MQ2008 folds
 from __future__ import annotations
 
 import os
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 from sklearn.datasets import load_svmlight_files
+
+from pm_perm.ranking.metrics import MAX_LABEL
 
 __all__ = [
     "MQ2008_N_FEATURES",
@@ -49,6 +52,7 @@ MQ2008_N_FEATURES = 46
 _SINGLE_DOC = ("raise", "drop", "keep")
 _LETOR_LINE = "'<label> qid:<query id> <feature id>:<value> ... [# comment]'"
 _LIBSVM_LINE = "'<label> <feature id>:<value> ... [# comment]'"
+_INT64 = np.iinfo(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,7 +67,7 @@ class RankingSplit:
     X : ndarray of float64, shape (n_docs, n_features)
         Dense, finite features.
     y : ndarray of int64, shape (n_docs,)
-        Relevance labels, non-negative integers.
+        Relevance labels, integers from 0 to ``MAX_LABEL`` (100).
     group_ptr : ndarray of int64, shape (n_queries + 1,)
         Strictly increasing query boundaries from 0 to ``n_docs``.
     qids : ndarray of int64, shape (n_queries,)
@@ -71,6 +75,13 @@ class RankingSplit:
         LightGBM files).
     n_dropped_queries : int, default 0
         Queries the reader dropped (single-document queries with ``single_doc="drop"``).
+
+    Raises
+    ------
+    ValueError
+        Arrays of the wrong shape or type, NaN or infinite features, labels outside
+        ``0..MAX_LABEL``, bad ``group_ptr``, repeated ``qids`` or a negative
+        ``n_dropped_queries``.
     """
 
     X: np.ndarray
@@ -94,6 +105,20 @@ class RankingSplit:
                 f"y must be {X.shape[0]} non-negative integer labels, one per row of X; "
                 f"got shape {y.shape}, dtype {y.dtype}"
             )
+        if y.size and y.max() > MAX_LABEL:
+            raise ValueError(
+                f"y has relevance label {y.max()} (row {int(np.argmax(y))}) above the largest "
+                f"grade pm_perm supports, MAX_LABEL = {MAX_LABEL} (NDCG gains 2^label - 1 "
+                "overflow float64); map the grades to 0..K, keeping their order"
+            )
+        n_dropped = self.n_dropped_queries
+        if isinstance(n_dropped, bool) or not isinstance(n_dropped, int | np.integer) or (
+            n_dropped < 0
+        ):
+            raise ValueError(
+                f"n_dropped_queries must be a non-negative integer (queries the reader dropped), "
+                f"got {n_dropped!r}"
+            )
         if (
             ptr.ndim != 1
             or ptr.size < 2
@@ -114,6 +139,7 @@ class RankingSplit:
         object.__setattr__(self, "y", y.astype(np.int64))
         object.__setattr__(self, "group_ptr", ptr.astype(np.int64))
         object.__setattr__(self, "qids", qids.astype(np.int64))
+        object.__setattr__(self, "n_dropped_queries", int(n_dropped))
 
     @property
     def n_docs(self) -> int:
@@ -151,12 +177,23 @@ class RankingSplit:
         Returns
         -------
         RankingSplit
+
+        Raises
+        ------
+        ValueError
+            ``indices`` empty, not integers, or out of range.
         """
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        if idx.size == 0 or np.any((idx < 0) | (idx >= self.n_queries)):
+        idx = np.asarray(indices).reshape(-1)
+        if (
+            idx.size == 0
+            or idx.dtype.kind not in "iu"
+            or np.any((idx < 0) | (idx >= self.n_queries))
+        ):
             raise ValueError(
-                f"indices must be a non-empty list of query positions in 0..{self.n_queries - 1}"
+                f"indices must be a non-empty list of integer query positions in "
+                f"0..{self.n_queries - 1}, got {reprlib.repr(indices)}"
             )
+        idx = idx.astype(np.int64)
         sizes = self.group_sizes[idx]
         rows = np.concatenate([np.arange(self.group_ptr[q], self.group_ptr[q + 1]) for q in idx])
         return RankingSplit(
@@ -314,7 +351,7 @@ def read_lightgbm(
     blocks = _load(files, n_features, zero_based, query_id=False)
     parts = []
     for path, gpath, (X, y) in zip(files, groups, blocks, strict=True):
-        sizes = _read_group_sizes(gpath, path)
+        sizes = _read_group_sizes(gpath, path, y.shape[0])
         if sizes.sum() != y.shape[0]:
             raise ValueError(
                 f"group sizes in {gpath} add up to {sizes.sum()} documents but {path} has "
@@ -423,9 +460,6 @@ def _check_single_doc(single_doc):
         raise ValueError(f"single_doc must be one of {_SINGLE_DOC}, got {single_doc!r}")
 
 
-#: Largest relevance grade: NDCG gains 2^label - 1 (and their sums) must stay finite in float64.
-MAX_LABEL = 100
-
 #: Largest magnitude of a feature value: products and squares (standardisation) stay finite.
 MAX_FEATURE_ABS = 1e100
 
@@ -490,6 +524,14 @@ def check_data_file(f, what="data file"):
 
 def _load(files, n_features, zero_based, query_id):
     """Parse all files of a split together; per file ``(X dense, y int64[, qid])``."""
+    if n_features is not None and (
+        isinstance(n_features, bool) or not isinstance(n_features, int | np.integer)
+        or n_features < 1
+    ):
+        raise ValueError(
+            f"n_features must be a positive integer (the number of feature columns, e.g. "
+            f"train.n_features) or None, got {n_features!r}"
+        )
     for f in files:
         check_data_file(f)
     try:
@@ -500,7 +542,7 @@ def _load(files, n_features, zero_based, query_id):
             zero_based=zero_based,
             query_id=query_id,
         )
-    except ValueError as err:
+    except (ValueError, OverflowError) as err:
         for f in files:
             bad = _first_bad_line(f, zero_based, needs_qid=query_id, n_features=n_features)
             if bad is not None:
@@ -536,7 +578,7 @@ def _groups_from_qids(q, path):
     return np.concatenate([starts, [q.shape[0]]]).astype(np.int64), qids
 
 
-def _read_group_sizes(gpath, data_path):
+def _read_group_sizes(gpath, data_path, n_docs):
     if gpath.is_dir():
         check_data_file(gpath, "group file")
     if not gpath.is_file():
@@ -544,7 +586,7 @@ def _read_group_sizes(gpath, data_path):
             f"group file {gpath} not found: LightGBM-style data {data_path} needs the number of "
             "documents of each query, one per line, in '<data file>.query' (or pass group_paths=)"
         )
-    sizes = []
+    sizes, total = [], 0
     with open(gpath, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             text = line.strip()
@@ -558,6 +600,13 @@ def _read_group_sizes(gpath, data_path):
                 raise ValueError(
                     f"{gpath}:{lineno}: group sizes must be positive integers, one per line; "
                     f"got {text!r}"
+                )
+            total += size
+            if total > n_docs:
+                raise ValueError(
+                    f"{gpath}:{lineno}: group sizes up to this line add up to "
+                    f"{total} documents but {data_path} has {n_docs} lines; the "
+                    "group file must list the number of documents of each query, in file order"
                 )
             sizes.append(size)
     if not sizes:
@@ -636,9 +685,11 @@ def _line_problem(tokens, needs_qid, n_features, zero_based):
     rest = tokens[1:]
     if rest and rest[0].startswith(b"qid:"):
         try:
-            int(rest[0][4:])
+            qid = int(rest[0][4:])
         except ValueError:
             return f"{rest[0].decode(errors='replace')!r} is not qid:<integer>"
+        if not _INT64.min <= qid <= _INT64.max:
+            return f"the query id {qid} is outside the int64 range {_INT64.min}..{_INT64.max}"
         rest = rest[1:]
     elif needs_qid:
         return (
@@ -661,6 +712,8 @@ def _line_problem(tokens, needs_qid, n_features, zero_based):
             return f"the value in {text!r} is not a number"
         if not finite:
             return f"the value in {text!r} is not finite"
+        if fid > _INT64.max:
+            return f"feature id {fid} is too large (at most {_INT64.max})"
         if fid < 0 or (fid == 0 and zero_based is False):
             hint = " (pass zero_based=True for files with feature 0)" if fid == 0 else ""
             return f"feature id {fid} is not allowed{hint}"

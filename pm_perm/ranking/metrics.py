@@ -5,7 +5,7 @@ All functions work on flat arrays with query boundaries, the layout of
 
 * ``scores`` (..., N): one score per document, higher ranks first. Leading axes are batch axes
   (for instance posterior draws); every batch entry is evaluated against the same labels.
-* ``labels`` (N,): graded relevance, non-negative integers.
+* ``labels`` (N,): graded relevance, non-negative integers up to ``MAX_LABEL`` (100).
 * ``group_ptr`` (Q + 1,): query ``q`` owns documents ``group_ptr[q]:group_ptr[q + 1]``;
   ``group_ptr[0] == 0``, ``group_ptr[-1] == N``, every query has at least one document.
 
@@ -50,6 +50,9 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["average_precision", "evaluate_ranking", "ndcg_at_k", "precision_at_k"]
+
+#: Largest relevance grade: NDCG gains 2^label - 1 (and their sums) must stay finite in float64.
+MAX_LABEL = 100
 
 _TIES = ("pessimistic", "random", "stable")
 _NO_RELEVANT = ("zero", "one", "skip")
@@ -114,6 +117,12 @@ def _as_labels(labels):
             raise ValueError("labels must be integer relevance grades (0, 1, 2, ...)")
     if np.any(arr < 0):
         raise ValueError("labels must be non-negative relevance grades (0, 1, 2, ...)")
+    if arr.max() > MAX_LABEL:
+        raise ValueError(
+            f"labels: relevance label {arr.max()} (position {int(np.argmax(arr))}) is above the "
+            f"largest grade pm_perm supports, MAX_LABEL = {MAX_LABEL} (NDCG gains 2^label - 1 "
+            "overflow float64); map the grades to 0..K, keeping their order"
+        )
     return arr.astype(np.int64)
 
 
@@ -220,7 +229,8 @@ def ndcg_at_k(
     scores : array_like of float, shape (..., N)
         Document scores, higher first; leading axes are batch axes (e.g. posterior draws).
     labels : array_like of int, shape (N,)
-        Non-negative relevance grades.
+        Non-negative integer relevance grades, at most ``MAX_LABEL`` = 100 (larger grades
+        raise a ``ValueError``: their gains ``2^label - 1`` overflow float64).
     group_ptr : array_like of int, shape (Q + 1,)
         Query boundaries: query ``q`` is documents ``group_ptr[q]:group_ptr[q + 1]``.
     k : int
@@ -372,7 +382,8 @@ def evaluate_ranking(
     Raises
     ------
     ValueError
-        With ``no_relevant="skip"`` when no query has a relevant document.
+        With ``no_relevant="skip"`` when no query has a relevant document; labels that are
+        not integers in ``0..MAX_LABEL``, and every other bad argument.
 
     Examples
     --------

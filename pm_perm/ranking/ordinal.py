@@ -52,6 +52,7 @@ from pm_perm._map import laplace_whitening as _laplace_whitening
 from pm_perm.distributions.cardinality import OrdinalNChooseK
 from pm_perm.ranking._scoring import FeatureScaling, LinearRanker
 from pm_perm.ranking.data import RankingSplit
+from pm_perm.ranking.metrics import MAX_LABEL
 
 __all__ = [
     "OrdinalRanker",
@@ -101,7 +102,8 @@ def pad_queries(split, *, n_levels=None):
     ----------
     split : RankingSplit
     n_levels : int, optional
-        R; default ``max label + 1`` of the split. Must exceed every label.
+        R; default ``max label + 1`` of the split. Must exceed every label and be at most
+        ``MAX_LABEL + 1`` (101).
 
     Returns
     -------
@@ -110,7 +112,8 @@ def pad_queries(split, *, n_levels=None):
     Raises
     ------
     ValueError
-        A label >= ``n_levels``, or no query with two different labels.
+        A label >= ``n_levels``, ``n_levels`` above ``MAX_LABEL + 1``, or no query with two
+        different labels.
     """
     if not isinstance(split, RankingSplit):
         raise ValueError("split must be a pm_perm.ranking.data.RankingSplit (see read_letor)")
@@ -119,10 +122,10 @@ def pad_queries(split, *, n_levels=None):
         raise ValueError(f"every document of the split has label {top}: no query has documents "
                          "of two different labels; nothing to train on")
     R = top + 1 if n_levels is None else int(n_levels)
-    if R < 2 or top >= R:
+    if R < 2 or top >= R or R > MAX_LABEL + 1:
         raise ValueError(
-            f"n_levels must be at least 2 and exceed every label (labels go up to {top}); "
-            f"got {n_levels!r}"
+            f"n_levels must be at least 2, exceed every label (labels go up to {top}) and be at "
+            f"most MAX_LABEL + 1 = {MAX_LABEL + 1}; got {n_levels!r}"
         )
     ptr, y = split.group_ptr, split.y
     keep = [

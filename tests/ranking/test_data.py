@@ -342,3 +342,53 @@ def test_lightgbm_sample_on_the_real_files(shared_data):
     assert (train.n_docs, train.n_queries) == (3005, 201)
     assert (test.n_docs, test.n_queries, test.n_features) == (768, 50, train.n_features)
     assert set(np.unique(train.y)) == {0, 1, 2, 3, 4}
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"y": [0, 1, 5000, 0, 1]}, r"y has relevance label 5000 \(row 2\) .*MAX_LABEL = 100"),
+        ({"y": np.array([0, 1, 2**63 + 5, 0, 1], dtype=np.uint64)}, r"label 9223372036854775813"),
+        ({"n_dropped_queries": -3}, r"n_dropped_queries must be a non-negative integer.*-3"),
+        ({"n_dropped_queries": 1.5}, r"n_dropped_queries must be a non-negative integer"),
+    ],
+)
+def test_ranking_split_refuses_huge_labels_and_negative_dropped_count(change, match):
+    args = {"X": np.zeros((5, 2)), "y": [0, 1, 2, 0, 1], "group_ptr": [0, 2, 5], "qids": [4, 9]}
+    args.update(change)
+    with pytest.raises(ValueError, match=match):
+        RankingSplit(**args)
+    args["y"], args["n_dropped_queries"] = [0, 1, 100, 0, 1], np.int64(2)
+    split = RankingSplit(**args)
+    assert split.y.max() == 100 and split.n_dropped_queries == 2
+    assert type(split.n_dropped_queries) is int
+
+
+@pytest.mark.parametrize("indices", [[0.7], [True], np.array([1.0, 0.0])])
+def test_take_queries_refuses_non_integer_positions(indices):
+    with pytest.raises(ValueError, match=r"indices must be .*integer query positions in 0..1"):
+        _tiny().take_queries(indices)
+
+
+def test_integers_beyond_int64_name_the_file_and_line(tmp_path):
+    big = "99999999999999999999"
+    f = _write(tmp_path, "bigqid.txt", f"1 qid:3 1:0.5\n1 qid:{big} 1:0.5\n0 qid:{big} 1:0.1\n")
+    with pytest.raises(ValueError, match=rf"bigqid.txt:2: the query id {big} is outside the int64"):
+        read_letor(f)
+    f = _write(tmp_path, "bigfid.txt", f"1 qid:3 1:0.5\n0 qid:3 {big}:0.1\n")
+    with pytest.raises(ValueError, match=rf"bigfid.txt:2: feature id {big} is too large"):
+        read_letor(f)
+    f = _write(tmp_path, "lg.txt", "1 1:0.5\n0 1:0.1\n1 1:0.5\n0 1:0.1\n")
+    _write(tmp_path, "lg.txt.query", f"2\n{big}000\n")
+    with pytest.raises(ValueError, match=rf"lg.txt.query:2: group sizes up to this line add up "
+                                         rf"to {big}002 documents but .*lg.txt has 4 lines"):
+        read_lightgbm(f)
+
+
+@pytest.mark.parametrize("n_features", [-1, 0, 2.5, True])
+def test_bad_n_features_is_refused(tmp_path, n_features):
+    f = _write(tmp_path, "ok.txt", LETOR)
+    with pytest.raises(ValueError, match=r"n_features must be a positive integer"):
+        read_letor(f, n_features=n_features)
+    with pytest.raises(ValueError, match=r"n_features must be a positive integer"):
+        read_lightgbm(f, n_features=n_features)

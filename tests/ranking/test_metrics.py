@@ -6,6 +6,7 @@ import pytest
 from sklearn.metrics import ndcg_score
 
 from pm_perm.ranking.metrics import (
+    MAX_LABEL,
     average_precision,
     evaluate_ranking,
     ndcg_at_k,
@@ -333,3 +334,30 @@ def test_other_bad_arguments():
         evaluate_ranking([1.0, 2.0], [0, 1], [0, 2], ks=5)
     with pytest.raises(ValueError, match="positive integer"):
         evaluate_ranking([1.0, 2.0], [0, 1], [0, 2], ks=(1, 0))
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        [1100, 1099, 0],  # 2^label overflows float64: NDCG was inf / inf = NaN
+        [MAX_LABEL + 1, 0, 0],
+        np.array([2**63 + 5, 0, 0], dtype=np.uint64),  # wrapped to a negative int64 before
+        [2000.0, 0.0, 0.0],
+    ],
+)
+def test_labels_above_max_label_are_refused(labels):
+    for metric in (
+        lambda: ndcg_at_k([3.0, 2.0, 1.0], labels, [0, 3], k=2),
+        lambda: evaluate_ranking([3.0, 2.0, 1.0], labels, [0, 3], ks=(1,)),
+        lambda: average_precision([3.0, 2.0, 1.0], labels, [0, 3]),
+    ):
+        with pytest.raises(ValueError, match=r"labels: relevance label .* MAX_LABEL = 100"):
+            metric()
+
+
+def test_largest_label_gives_finite_ndcg():
+    labels = np.full(1000, MAX_LABEL)
+    labels[::2] = MAX_LABEL - 1
+    ndcg = ndcg_at_k(np.arange(1000.0), labels, [0, 500, 1000], k=1000)
+    assert np.all(np.isfinite(ndcg)) and np.all((ndcg > 0) & (ndcg <= 1))
+    assert ndcg_at_k([1.0, 0.0], [MAX_LABEL, 0], [0, 2], k=1)[0] == 1.0

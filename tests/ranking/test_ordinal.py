@@ -228,3 +228,16 @@ def test_mq2008_fold1_map(shared_data):
                          convention="letor4")
     assert m["ndcg@5"] > 0.44
     assert ranker.timings_["map"] < 120
+
+
+def test_labels_and_n_levels_beyond_max_label_are_refused_quickly():
+    import time
+
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=r"y has relevance label 3000 .*MAX_LABEL = 100"):
+        OrdinalRanker().fit_map(RankingSplit(X, [0, 1, 2, 0, 1, 3000], [0, 3, 6], [1, 2]))
+    split = RankingSplit(X, [0, 1, 2, 0, 1, 1], [0, 3, 6], [1, 2])
+    with pytest.raises(ValueError, match=r"n_levels must be .*at most MAX_LABEL \+ 1 = 101"):
+        OrdinalRanker(n_levels=3000).fit_map(split)
+    assert time.perf_counter() - t0 < 5

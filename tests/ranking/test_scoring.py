@@ -78,3 +78,27 @@ def test_fit_nuts_whitens_at_the_map_of_its_own_split(monkeypatch):
     map_b = OrdinalRanker(prior_sigmas=(3.0,)).fit_map(b)._theta_std
     np.testing.assert_allclose(centres[-1], map_b, rtol=1e-5, atol=1e-6)
     assert np.abs(map_b - map_a).max() > 0.05  # the two splits' MAPs differ
+
+
+@pytest.mark.parametrize("cls", [OrdinalRanker, RankMatch])
+@pytest.mark.parametrize("width", [1, 3])
+def test_validation_split_of_another_width_is_refused(cls, width):
+    train = _split()
+    valid = RankingSplit(np.ones((train.n_docs, width)), train.y, train.group_ptr, train.qids)
+    with pytest.raises(ValueError, match=rf"valid.X must be a 2-D \(n_docs, 2\) array with the "
+                                         rf"training split's feature columns, got shape "
+                                         rf"\(48, {width}\)"):
+        cls(prior_sigmas=(0.1, 1.0)).fit_map(train, valid=valid)
+    with pytest.raises(ValueError, match="valid must be a pm_perm.ranking.data.RankingSplit"):
+        cls(prior_sigmas=(0.1, 1.0)).fit_map(train, valid=(valid.X, valid.y))
+
+
+@pytest.mark.parametrize("cls", [OrdinalRanker, RankMatch])
+def test_non_finite_features_are_refused(cls):
+    split = _split()
+    ranker = cls(prior_sigmas=(3.0,)).fit_map(split)
+    for bad in (np.nan, np.inf, -np.inf):
+        X = split.X[:4].copy()
+        X[2, 1] = bad
+        with pytest.raises(ValueError, match=r"X has NaN or infinite features \(first in row 2\)"):
+            ranker.decision_function(X)
