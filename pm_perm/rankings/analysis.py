@@ -33,6 +33,25 @@ __all__ = [
 ]
 
 
+def _check_post(post, family):
+    """Raise unless ``family`` is a valid name, ``post["params"]`` has its shape and
+    ``post["weights"]`` one weight per component."""
+    from pm_perm.rankings.models import _check_family
+
+    _check_family(family)
+    shape = np.shape(post["params"])
+    if family == "plackett-luce" and len(shape) != 3:
+        raise ValueError(f"post['params'] must be utilities u (S, K, M) for family "
+                         f"'plackett-luce'; got shape {shape} (is family right?)")
+    if family != "plackett-luce" and (len(shape) != 4 or shape[-1] != shape[-2]):
+        raise ValueError(f"post['params'] must be logits W (S, K, M, M) for family {family!r}; "
+                         f"got shape {shape} (is family right?)")
+    w_shape = np.shape(post["weights"])
+    if w_shape != shape[:2]:
+        raise ValueError(f"post['weights'] must have shape (S, K) = {shape[:2]} (one mixture "
+                         f"weight per component of post['params']); got {w_shape}")
+
+
 def _model_kwargs(family, params, weights):
     key = "utilities" if family == "plackett-luce" else "logits"
     return {key: params, "mixture_weights": weights}
@@ -44,6 +63,7 @@ def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False):
     With ``length_probs=True`` each ballot is truncated to a length drawn from that draw's
     ``length_probs`` (a replicated ballot); otherwise rankings are complete. Returns (S n, M).
     """
+    _check_post(post, family)
     rng = np.random.default_rng(rng)
     out = []
     for s in range(post["params"].shape[0]):
@@ -56,6 +76,7 @@ def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False):
 
 def _draw_component_marginals(post, family, n_per_draw, rng):
     """Per-draw, per-component item x position marginals (S, K, M, M)."""
+    _check_post(post, family)
     params = post["params"]
     if family != "plackett-luce":
         from pm_perm.kernels.permanent import permutation_marginals
@@ -93,8 +114,21 @@ def position_marginals(post, family, *, n_per_draw=2000, rng=None):
 
 def top_k_probabilities(marginals, k):
     """``P(item i among the first k)`` from a position-marginal matrix (M, M): its first k columns
-    summed. Exact when ``marginals`` is."""
-    return np.asarray(marginals)[:, :k].sum(axis=1)
+    summed. Exact when ``marginals`` is.
+
+    Raises
+    ------
+    ValueError
+        ``marginals`` is not a square matrix, or ``k`` is not an integer in 1..M.
+    """
+    P = np.asarray(marginals)
+    if P.ndim != 2 or P.shape[0] != P.shape[1]:
+        raise ValueError(f"marginals must be an (M, M) position-marginal matrix; got shape "
+                         f"{P.shape}")
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= P.shape[1]:
+        raise ValueError(f"k must be an integer from 1 to M = {P.shape[1]} (the number of "
+                         f"leading positions); got {k!r}")
+    return P[:, :k].sum(axis=1)
 
 
 def pairwise_probabilities(post, family, *, n_per_draw=1000, rng=None):
@@ -150,6 +184,7 @@ def consensus_posterior(post, family, *, top=5):
         The ``top`` most frequent consensus orders as item indices from first to last, with
         their posterior probability (share of draws), most probable first.
     """
+    _check_post(post, family)
     S = post["params"].shape[0]
     modes = Counter(tuple(int(i) for i in np.argsort(_mode(family, post["params"][s],
                                                           post["weights"][s])))
@@ -198,11 +233,22 @@ def replicated_statistics(ballots):
     dict of arrays
         ``first`` (R, M), ``lengths`` (R, M + 1), ``pairwise`` (R, M, M); R = the product of
         the leading dimensions.
+
+    Raises
+    ------
+    ValueError
+        ``ballots`` is not (..., n, M) with at least one data set of at least one ballot, or a
+        row is not a valid rank-form order.
     """
+    from pm_perm.kernels.rank_form import validate_orders
+
     y = np.asarray(ballots)
-    if y.ndim < 2:
-        raise ValueError(f"ballots must have shape (..., n, M); got {y.shape}")
-    y = y.reshape((-1,) + y.shape[-2:])
+    if y.ndim < 2 or y.shape[-2] == 0 or y.size == 0:
+        raise ValueError(f"ballots must have shape (..., n, M) with at least one data set of "
+                         f"n >= 1 ballots; got {y.shape}")
+    shape = (-1,) + y.shape[-2:]
+    y = validate_orders(y.reshape(-1, y.shape[-1]), None,
+                        name="ballots (flattened to rows)").reshape(shape)
     reps = [ballot_statistics(r) for r in y]
     return {k: np.stack([r[k] for r in reps]) for k in reps[0]}
 
@@ -221,7 +267,17 @@ def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None):
     -------
     dict of arrays
         ``first`` (n_reps, M), ``lengths`` (n_reps, M + 1), ``pairwise`` (n_reps, M, M).
+
+    Raises
+    ------
+    ValueError
+        ``family`` is not a valid name or ``post`` does not match it; ``n_reps`` is not a
+        positive integer.
     """
+    _check_post(post, family)
+    if isinstance(n_reps, bool) or not isinstance(n_reps, int | np.integer) or n_reps < 1:
+        raise ValueError(f"n_reps must be a positive integer (replicated data sets), got "
+                         f"{n_reps!r}")
     rng = np.random.default_rng(rng)
     S = post["params"].shape[0]
     which = rng.permutation(np.resize(rng.permutation(S), n_reps))
@@ -249,7 +305,18 @@ def ppc_summary(data, post=None, family=None, *, n_reps=100, interval=0.9, rng=N
         For each statistic (``first``, ``lengths``, ``pairwise``): ``observed``, replicated
         ``mean``, ``lower``/``upper`` (central ``interval``) and ``p_value`` (two-sided
         posterior predictive p-value per entry: 2 min(P(rep >= obs), P(rep <= obs)), capped at 1).
+
+    Raises
+    ------
+    ValueError
+        Neither ``post``/``family`` nor ``replicated`` given; ``interval`` not in (0, 1);
+        ``n_reps`` not a positive integer; replicated ballots not in rank form or not of the
+        data's M items; a statistics dict missing ``first``, ``lengths`` or ``pairwise`` or
+        with the wrong shapes.
     """
+    if not 0.0 < interval < 1.0:
+        raise ValueError(f"interval must be in (0, 1) (the central share of the replicated "
+                         f"statistics), got {interval!r}")
     obs = ballot_statistics(data.orders, data.counts)
     if replicated is None:
         if post is None or family is None:
@@ -259,11 +326,24 @@ def ppc_summary(data, post=None, family=None, *, n_reps=100, interval=0.9, rng=N
     elif isinstance(replicated, dict):
         rep = replicated
     else:
-        rep = replicated_statistics(replicated)
+        y = np.asarray(replicated)
+        if y.ndim < 2 or y.shape[-1] != data.n_items:
+            raise ValueError(f"replicated ballots must have shape (..., n, {data.n_items}) (the "
+                             f"data's {data.n_items} items); got {y.shape}")
+        rep = replicated_statistics(y)
+    for k, o in obs.items():
+        if k not in rep:
+            raise ValueError(f"replicated statistics lack {k!r}; give a dict with 'first', "
+                             "'lengths' and 'pairwise' (replicated_statistics) or the ballots")
+        shape = np.shape(rep[k])
+        if shape[1:] != o.shape or shape[0] == 0:
+            dims = ", ".join(map(str, o.shape))
+            raise ValueError(f"replicated[{k!r}] must have shape (R, {dims}) with R >= 1 (the "
+                             f"data have {data.n_items} items); got {shape}")
     q = [(1 - interval) / 2, (1 + interval) / 2]
     out = {}
     for k, o in obs.items():
-        r = rep[k]
+        r = np.asarray(rep[k])
         p = 2 * np.minimum((r >= o).mean(axis=0), (r <= o).mean(axis=0))
         lo, hi = np.quantile(r, q, axis=0)
         out[k] = {"observed": o, "mean": r.mean(axis=0), "lower": lo, "upper": hi,

@@ -85,6 +85,12 @@ __all__ = [
 FAMILIES = ("plackett-luce", "rank-one", "full")
 
 
+def _check_family(family):
+    """Raise unless ``family`` is one of ``FAMILIES`` (shared by the functions taking one)."""
+    if not isinstance(family, str) or family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
+
+
 @dataclass(frozen=True)
 class RankingModel:
     """A built ranking model.
@@ -601,30 +607,51 @@ def posterior_params(source, family):
     Parameters
     ----------
     source : dict (from :func:`fit_map`) or InferenceData / DataTree with ``posterior``
+        Holds ``"W"`` (or ``"u"`` for Plackett-Luce), ``"length_probs"`` and, for K > 1
+        components, ``"mixture_weights"`` (K,).
     family : str
+        One of ``FAMILIES``.
 
     Returns
     -------
     dict
         ``"params"``: W (S, K, M, M) or u (S, K, M); ``"weights"`` (S, K); ``"length_probs"``
         (S, M + 1). S = 1 for a MAP point; draws flattened over chains.
+
+    Raises
+    ------
+    ValueError
+        ``family`` is not one of ``FAMILIES``; ``source`` lacks the family's parameter or
+        ``"length_probs"``; or it has K > 1 components but no ``"mixture_weights"`` of length K.
     """
+    _check_family(family)
     name = _param_name(family)
     if isinstance(source, dict):
-        get = {k: np.asarray(source[k])[None] for k in (name, "length_probs")}
-        w = source.get("mixture_weights")
-        w = np.ones((1, 1)) if w is None else np.asarray(w)[None]
+        post, draw_axis = source, 0
     else:
-        post = source["posterior"]
+        post, draw_axis = source["posterior"], 2
+    for k in (name, "length_probs"):
+        if k not in post:
+            raise ValueError(f"source has no {k!r} (needed for family {family!r}); pass the "
+                             "fit_map point or posterior of a model of that family")
 
-        def flat(v):
-            a = np.asarray(post[v].values)
-            return a.reshape((-1,) + a.shape[2:])
+    def get(v):
+        a = np.asarray(post[v] if draw_axis == 0 else post[v].values)
+        return a[None] if draw_axis == 0 else a.reshape((-1,) + a.shape[2:])
 
-        get = {k: flat(k) for k in (name, "length_probs")}
-        w = flat("mixture_weights") if "mixture_weights" in post else np.ones(
-            (get[name].shape[0], 1))
-    return {"params": get[name], "weights": w, "length_probs": get["length_probs"]}
+    params, lp = get(name), get("length_probs")
+    K = params.shape[1] if params.ndim > 1 else 0
+    if "mixture_weights" in post:
+        w = get("mixture_weights")
+    elif K == 1:
+        w = np.ones((params.shape[0], 1))
+    else:
+        raise ValueError(f"source has {name!r} with {K} components but no 'mixture_weights'; "
+                         "add the mixture weights (length K) to the point")
+    if w.shape != params.shape[:2]:
+        raise ValueError(f"mixture_weights has shape {w.shape[1:]} but {name!r} has {K} "
+                         f"components; give {K} mixture weights")
+    return {"params": params, "weights": w, "length_probs": lp}
 
 
 def _flat_draws(idata, draws, rng):

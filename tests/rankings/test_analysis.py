@@ -145,3 +145,65 @@ def test_ppc_calibrated_at_the_true_parameters():
     # and a wrong model is flagged: reversed logits put the observed first preferences outside
     bad = ppc_summary(data, {**post, "params": -W[None]}, "full", n_reps=50, rng=7)
     assert np.any(bad["first"]["p_value"] < 0.05)
+
+
+@pytest.mark.parametrize("family", ["bogus", "Full", "PL"])
+def test_every_function_refuses_an_unknown_family(mixture_post, family):
+    from pm_perm.rankings.analysis import posterior_predictive, sample_rankings
+
+    calls = [lambda: position_marginals(mixture_post, family),
+             lambda: component_position_marginals(mixture_post, family),
+             lambda: pairwise_probabilities(mixture_post, family, n_per_draw=5),
+             lambda: consensus_posterior(mixture_post, family),
+             lambda: sample_rankings(mixture_post, family, 2),
+             lambda: posterior_predictive(mixture_post, family, 5, n_reps=2)]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"family must be one of \('plackett-luce', "
+                                             r"'rank-one', 'full'\)"):
+            call()
+
+
+def test_params_of_another_family_or_weights_of_another_k_are_refused(mixture_post):
+    # W logits read as Plackett-Luce utilities, and the other way round
+    with pytest.raises(ValueError, match=r"utilities u \(S, K, M\) for family 'plackett-luce'"):
+        position_marginals(mixture_post, "plackett-luce")
+    with pytest.raises(ValueError, match=r"utilities u \(S, K, M\) for family 'plackett-luce'"):
+        consensus_posterior(mixture_post, "plackett-luce")
+    pl = _post(np.zeros((1, 1, M)), np.ones((1, 1)))
+    with pytest.raises(ValueError, match=r"logits W \(S, K, M, M\) for family 'full'"):
+        position_marginals(pl, "full")
+    # K = 2 components with one weight: the rows of the marginals would sum to 2
+    one_weight = {**mixture_post, "weights": np.ones((3, 1))}
+    with pytest.raises(ValueError, match=r"post\['weights'\] must have shape \(S, K\) = \(3, 2\)"):
+        position_marginals(one_weight, "full")
+
+
+@pytest.mark.parametrize("k", [-1, 0, M + 1, 1.5, True])
+def test_top_k_refuses_k_outside_1_to_m(mixture_post, k):
+    P = position_marginals(mixture_post, "full")
+    with pytest.raises(ValueError, match=f"k must be an integer from 1 to M = {M}"):
+        top_k_probabilities(P, k)
+    np.testing.assert_allclose(top_k_probabilities(P, M), 1.0)
+    np.testing.assert_allclose(top_k_probabilities(P, 1), P[:, 0])
+
+
+def test_ppc_summary_refuses_bad_replications():
+    data = simulate_rankings(30, utilities=np.zeros(M), length_probs=[0, 0.5, 0, 0, 0.5], rng=1)
+    post = _post(np.zeros((1, 1, M, M)), np.ones((1, 1)))
+    ok = np.tile(np.arange(M), (3, 10, 1))
+    assert ppc_summary(data, replicated=ok)["first"]["mean"].tolist() == [1.0, 0, 0, 0]
+    cases = [
+        ({"replicated": np.full((3, 10, M), 7)}, r"\[7, 7, 7, 7\] is not a valid rank-form"),
+        ({"replicated": np.tile(np.arange(M + 1), (3, 10, 1))},
+         rf"replicated ballots must have shape \(\.\.\., n, {M}\).*got \(3, 10, 5\)"),
+        ({"replicated": np.zeros((0, 10, M), int)}, "at least one data set"),
+        ({"replicated": {"first": np.zeros((3, M))}}, "replicated statistics lack 'lengths'"),
+        ({"replicated": {"first": np.zeros((3, M + 1)), "lengths": np.zeros((3, M + 1)),
+                         "pairwise": np.zeros((3, M, M))}},
+         rf"replicated\['first'\] must have shape \(R, {M}\)"),
+        ({"post": post, "family": "full", "n_reps": 0}, "n_reps must be a positive integer"),
+        ({"post": post, "family": "full", "interval": 1.5}, r"interval must be in \(0, 1\)"),
+    ]
+    for kwargs, match in cases:
+        with pytest.raises(ValueError, match=match):
+            ppc_summary(data, **kwargs)

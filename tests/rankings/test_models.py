@@ -478,3 +478,44 @@ def test_map_with_a_non_finite_log_posterior_is_a_failed_fit(monkeypatch):
         with pytest.raises(MapFitError, match=r"log posterior at the optimum is -inf \(not "
                            r"finite\)"):
             rmod.fit_map(rm)
+
+
+def _point(K, M=4, family="full"):
+    """A hand-built fit_map-style point of K components (no fit needed)."""
+    rng = np.random.default_rng(0)
+    name, shape = ("u", (K, M)) if family == "plackett-luce" else ("W", (K, M, M))
+    return {name: rng.normal(size=shape), "length_probs": np.full(M + 1, 1.0 / (M + 1)),
+            "mixture_weights": np.full(K, 1.0 / K)}
+
+
+def test_posterior_params_refuses_a_mixture_without_its_weights():
+    point = _point(2)
+    del point["mixture_weights"]
+    with pytest.raises(ValueError, match="'W' with 2 components but no 'mixture_weights'"):
+        rmod.posterior_params(point, "full")
+    with pytest.raises(ValueError, match=r"mixture_weights has shape \(3,\) but 'W' has 2"):
+        rmod.posterior_params({**_point(2), "mixture_weights": np.ones(3) / 3}, "full")
+    # the same for posterior draws (chain, draw, K, M, M) without mixture_weights
+    W = np.zeros((1, 3, 2, 4, 4))
+    idata = az.from_dict({"posterior": {"W": W, "length_probs": np.full((1, 3, 5), 0.2)}})
+    with pytest.raises(ValueError, match="no 'mixture_weights'"):
+        rmod.posterior_params(idata, "full")
+    # one component needs no weights; K = 2 with them keeps them
+    one = _point(1)
+    del one["mixture_weights"]
+    np.testing.assert_array_equal(rmod.posterior_params(one, "full")["weights"], [[1.0]])
+    np.testing.assert_allclose(rmod.posterior_params(_point(2), "full")["weights"], [[0.5, 0.5]])
+
+
+@pytest.mark.parametrize("family", ["PL", "bogus", "Plackett-Luce", None])
+def test_posterior_params_refuses_an_unknown_family(family):
+    with pytest.raises(ValueError, match=r"family must be one of \('plackett-luce', 'rank-one', "
+                                         r"'full'\)"):
+        rmod.posterior_params(_point(1, family="plackett-luce"), family)
+
+
+def test_posterior_params_names_a_parameter_of_another_family():
+    with pytest.raises(ValueError, match="source has no 'W' .*family 'full'"):
+        rmod.posterior_params(_point(1, family="plackett-luce"), "full")
+    with pytest.raises(ValueError, match="source has no 'length_probs'"):
+        rmod.posterior_params({"W": np.zeros((1, 4, 4))}, "rank-one")
