@@ -466,9 +466,21 @@ def calibration_table(P, y_true, edges=(0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0
     list of dict
         One row per non-empty bin with keys ``lo, hi, n, mean_prob, frac_correct``.
         Calibrated marginals have ``mean_prob ~ frac_correct`` in every bin. O(n_pairs M^3).
+
+    Raises
+    ------
+    ValueError
+        ``edges`` not increasing (or fewer than two), shapes of ``P`` and ``y_true`` that do
+        not match, or an unknown ``entries``.
     """
     P = np.asarray(P, dtype=np.float64)
     y_true = np.asarray(y_true)
+    edges = np.asarray(edges, dtype=np.float64)
+    if edges.ndim != 1 or edges.size < 2 or not np.all(np.diff(edges) > 0):
+        raise ValueError(f"edges must be at least two increasing bin edges; got {edges.tolist()}")
+    if P.ndim < 2 or P.shape[-1] != P.shape[-2] or y_true.shape != P.shape[:-1]:
+        raise ValueError(f"P must have shape (n_pairs, M, M) and y_true (n_pairs, M); got "
+                         f"{P.shape} and {y_true.shape}")
     if entries == "predicted":
         yhat = max_weight_matching(P)
         prob = np.take_along_axis(P, yhat[..., None], axis=-1)[..., 0].ravel()

@@ -131,6 +131,7 @@ def component_logliks(family, params, orders):
 
     ``params`` is the logits ``W`` (K, M, M) or, for Plackett-Luce, the utilities ``u`` (K, M).
     """
+    _check_family(family)
     if family == "plackett-luce":
         from pm_perm.ops.plackett_luce import plackett_luce_loglik
 
@@ -756,6 +757,7 @@ def relabel_components(idata, family, reference=None):
     (a max-weight matching, :func:`pm_perm.max_weight_matching`). Every variable with a
     ``component`` dimension is permuted consistently. Returns ``idata``.
     """
+    _check_family(family)
     from pm_perm import max_weight_matching
 
     post = idata["posterior"]
@@ -801,6 +803,7 @@ def pointwise_loglik(post, family, orders, *, max_draws=None, rng=None):
     data). With ``max_draws``, a random subset of draws (seeded ``rng``) is used. Natural log;
     multiply by the counts for the log-likelihood of all ballots.
     """
+    _check_family(family)
     params, weights = post["params"], post["weights"]
     S = params.shape[0]
     idx = np.arange(S)
@@ -817,6 +820,7 @@ def membership_probabilities(post, family, orders):
     Returns an array (n, K): ``E_draws[ p(component k | order) ]``, where ``p(k | order) ∝
     w_k p_k(order)``. Every ballot of one distinct order has the same probabilities.
     """
+    _check_family(family)
     params, weights = post["params"], post["weights"]
     orders = np.asarray(orders)
     total = 0.0

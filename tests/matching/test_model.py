@@ -310,3 +310,12 @@ def test_theta_of_the_wrong_length_is_refused():
     with pytest.raises(ValueError, match=r"theta_draws must have shape \(S, 60\)"):
         posterior_matching_marginals(x, theta[None, :3])
     np.testing.assert_array_equal(predict(x, theta), predict(x[0], theta)[None])
+
+
+def test_calibration_table_refuses_unsorted_edges_and_mismatched_shapes():
+    """Unsorted edges gave a bin with lo 1.0 and hi 0.5."""
+    P = np.full((1, 2, 2), 0.5)
+    with pytest.raises(ValueError, match="edges must be at least two increasing"):
+        calibration_table(P, np.array([[0, 1]]), edges=(0.0, 1.0, 0.5))
+    with pytest.raises(ValueError, match="P must have shape"):
+        calibration_table(P, np.array([0, 1]))

@@ -519,3 +519,16 @@ def test_posterior_params_names_a_parameter_of_another_family():
         rmod.posterior_params(_point(1, family="plackett-luce"), "full")
     with pytest.raises(ValueError, match="source has no 'length_probs'"):
         rmod.posterior_params({"W": np.zeros((1, 4, 4))}, "rank-one")
+
+
+def test_model_functions_refuse_an_unknown_family():
+    """component_logliks, relabel_components, pointwise_loglik and membership_probabilities
+    took any other name for a W family."""
+    post = {"params": np.zeros((1, 1, 3, 3)), "weights": np.ones((1, 1))}
+    orders = np.array([[0, 1, 2]])
+    for call in (lambda: rmod.component_logliks("bogus", np.zeros((1, 3, 3)), orders),
+                 lambda: rmod.relabel_components(None, "bogus"),
+                 lambda: rmod.pointwise_loglik(post, "bogus", orders),
+                 lambda: rmod.membership_probabilities(post, "bogus", orders)):
+        with pytest.raises(ValueError, match="family must be one of"):
+            call()
