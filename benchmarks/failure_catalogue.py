@@ -159,6 +159,25 @@ def _pl_weights_set_to_inf():
     return model.compile_logp()({})
 
 
+def _swap_step_bad_start():
+    """The swap step built at a start value that is not a permutation (as ``pm.sample`` with
+    ``initvals={"y": [0, 0, 1]}`` builds it)."""
+    from pm_perm import PermutationExpFamily
+    from pm_perm.step_methods import PermutationSwapMetropolis
+
+    with pm.Model() as model:
+        y = PermutationExpFamily("y", logits=np.zeros((3, 3)))
+    with model:
+        return PermutationSwapMetropolis([y], initial_point={"y": np.array([0, 0, 1])})
+
+
+def _mixture_point_without_weights():
+    from pm_perm.rankings.models import posterior_params
+
+    return posterior_params({"W": np.zeros((2, 3, 3)), "length_probs": np.full(4, 0.25)},
+                            "full")
+
+
 def _cases():
     from pm_perm import (
         ConditionalBernoulli,
@@ -175,6 +194,7 @@ def _cases():
     from pm_perm.ops.bethe import bethe_log_permanent as bethe_op
     from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain
     from pm_perm.ops.permanent import log_permanent as log_permanent_op
+    from pm_perm.ranking.metrics import ndcg_at_k
     from pm_perm.rankings import read_preflib
 
     W3 = np.zeros((3, 3))
@@ -395,6 +415,13 @@ def _cases():
                       "ridge"), "exit 2"),
         ("output path", "a folder that refuses new files even to root (/proc)",
          lambda: check_outputs({"--json": "/proc/result.json"}), "OutputPathError"),
+        ("swap MCMC step", "a start value that is not a permutation, [0, 0, 1]",
+         _swap_step_bad_start, "ValueError"),
+        ("ranking metrics", "NDCG with a relevance label of 2000 (2^2000 overflows)",
+         lambda: ndcg_at_k(np.array([1.0, 0.0]), np.array([2000, 0]), np.array([0, 2]), k=1),
+         "ValueError"),
+        ("rankings analysis", "a K = 2 point without its mixture weights",
+         _mixture_point_without_weights, "ValueError"),
     ]
 
 
