@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pm_perm._io import OutputPathError, check_outputs, write_json
+from pm_perm._io import OutputPathError, check_outputs, make_folder, write_json
 
 
 def check_output(parser, option, path, inputs=()):
@@ -23,10 +23,7 @@ def check_output(parser, option, path, inputs=()):
     if not path:
         return
     try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        parser.error(f"{option} {path}: cannot create its folder {Path(path).parent} ({err})")
-    try:
+        make_folder(option, Path(path).parent)
         check_outputs({option: path}, inputs, overwrite=True)
     except OutputPathError as err:
         parser.error(str(err))

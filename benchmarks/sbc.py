@@ -40,7 +40,7 @@ import pytensor.tensor as pt
 from scipy import stats
 
 from pm_perm import PermutationExpFamily, edge_logits
-from pm_perm._io import OutputPathError, check_outputs, save_figure
+from pm_perm._io import OutputPathError, check_outputs, make_folder, save_figure
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _outputs import write_result  # noqa: E402
@@ -215,10 +215,7 @@ def main(argv=None):
     out = Path(args.out)
     outputs = [f"sbc_{name}.png" for name in dict.fromkeys(args.models)] + ["sbc.json"]
     try:  # before any work: the folder and its parents are created; a file in the way is an error
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        p.error(f"--out {out}: cannot create this folder ({err})")
-    try:
+        make_folder("--out", out)
         check_outputs({}, directories={"--out": (out, outputs)}, overwrite=True)
     except OutputPathError as err:
         p.error(str(err))

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
 import matplotlib
 
@@ -32,7 +31,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
 import pm_perm  # noqa: E402
-from pm_perm._io import OutputPathError, check_outputs, save_figure, write_json  # noqa: E402
+from pm_perm._io import check_outputs, make_folder, save_figure, write_json  # noqa: E402
 
 OUTPUTS = ("trace.png", "ppc.png", "results.json")
 
@@ -62,11 +61,7 @@ def main(argv=None):
     p.add_argument("--draws", type=int, default=1000)
     p.add_argument("--seed", type=int, default=2026)
     args = p.parse_args(argv)
-    out = Path(args.out)
-    try:  # the folder and its parents are created; a file in the way is an error
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise OutputPathError(f"--out {out}: cannot create this folder ({err})") from err
+    out = make_folder("--out", args.out)  # with its parents; a file in the way is an error
     check_outputs({}, directories={"--out": (out, OUTPUTS)}, overwrite=True)
     t_start = time.perf_counter()
 

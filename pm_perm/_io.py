@@ -35,6 +35,8 @@ __all__ = [
     "atomic_path",
     "check_outputs",
     "file_record",
+    "make_folder",
+    "same_file",
     "save_figure",
     "to_strict_json",
     "write_json",
@@ -46,7 +48,10 @@ class OutputPathError(ValueError):
     """An output path that would overwrite an input or an existing file, or cannot be written."""
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name the same file, however spelled (``../``, symlinks, hard
+    links); a missing path is compared by its resolved name."""
+    a, b = Path(a), Path(b)
     if a.resolve() == b.resolve():
         return True
     try:
@@ -85,7 +90,7 @@ def check_outputs(outputs, inputs=(), *, overwrite=False, directories=()):
         if folder is None:
             continue
         folder = Path(folder)
-        if any(_same_file(folder, i) for i in inputs):
+        if any(same_file(folder, i) for i in inputs):
             raise OutputPathError(f"{name} {folder} is an input file of this run")
         if folder.exists() and not folder.is_dir():
             raise OutputPathError(f"{name} {folder}: exists and is not a directory")
@@ -98,7 +103,7 @@ def check_outputs(outputs, inputs=(), *, overwrite=False, directories=()):
     seen = {}
     for name, path in files:
         for i in inputs:
-            if _same_file(path, i):
+            if same_file(path, i):
                 raise OutputPathError(
                     f"{name} {path} is an input file of this run; refusing to overwrite it "
                     "(choose another output path)"
@@ -141,6 +146,18 @@ def _cannot_write_in(folder: Path):
     with contextlib.suppress(OSError):
         os.unlink(tmp)
     return None
+
+
+def make_folder(name, folder) -> Path:
+    """Create the output folder ``folder`` with its missing parents, before any work; raise
+    :class:`OutputPathError` naming the option ``name`` when it cannot be (a file in the way,
+    no permission). Check its files with :func:`check_outputs` after."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputPathError(f"{name} {folder}: cannot create this folder ({err})") from err
+    return folder
 
 
 def _existing_folder(folder: Path):

@@ -252,22 +252,19 @@ def _check_not_training_files(args):
     """Refuse a ``--valid`` or ``--test`` file that is a ``--train`` file, or a ``--test`` file
     that is a ``--valid`` file (same file, however spelled: ``../`` paths and symlinks
     included): its metrics would be on the data the model or its settings were fitted to."""
-    import os
+    from pm_perm._io import same_file
 
-    for option in ("--valid", "--test"):
-        for f in getattr(args, option[2:]) or []:
-            for t in args.train:
-                if os.path.exists(f) and os.path.exists(t) and os.path.samefile(f, t):
-                    raise ValueError(
-                        f"{option} {f} is the --train file {t}: a model scored on its "
-                        f"training data looks better than it is; give {option} a file of other "
-                        "queries")
-    for f in args.test or []:
-        for v in args.valid or []:
-            if os.path.exists(f) and os.path.exists(v) and os.path.samefile(f, v):
-                raise ValueError(
-                    f"--test {f} is the --valid file {v}: settings chosen on the test data "
-                    "make its metrics optimistic; give --test a file of other queries")
+    fitted = "a model scored on its training data looks better than it is"
+    chosen = "settings chosen on the test data make its metrics optimistic"
+    for option, files, against, others, why in (
+            ("--valid", args.valid, "--train", args.train, fitted),
+            ("--test", args.test, "--train", args.train, fitted),
+            ("--test", args.test, "--valid", args.valid, chosen)):
+        for f in files or []:
+            for other in others or []:
+                if same_file(f, other):
+                    raise ValueError(f"{option} {f} is the {against} file {other}: {why}; give "
+                                     f"{option} a file of other queries")
 
 
 def _warn_shared_qids(option, split, train):
