@@ -148,6 +148,29 @@ def _preflib(name, text):
     return str(path)
 
 
+def _preflib_beyond_budget():
+    """A ``.soi`` file of 2,000 alternatives and 100 distinct top-1 orders (3.1 MiB as a table)
+    read with ``PM_PERM_MEMORY_BUDGET=1M``: the same check refuses, at the default budget of
+    2 GiB, a file whose table would pass 2 GiB."""
+    import os
+
+    from pm_perm.rankings import read_preflib
+
+    M, n = 2000, 100
+    path = _preflib("wide.soi", f"# NUMBER ALTERNATIVES: {M}\n"
+                    + "".join(f"# ALTERNATIVE NAME {i}: a{i}\n" for i in range(1, M + 1))
+                    + "".join(f"1: {i}\n" for i in range(1, n + 1)))
+    old = os.environ.get("PM_PERM_MEMORY_BUDGET")
+    os.environ["PM_PERM_MEMORY_BUDGET"] = "1M"
+    try:
+        return read_preflib(path)
+    finally:
+        if old is None:
+            del os.environ["PM_PERM_MEMORY_BUDGET"]
+        else:
+            os.environ["PM_PERM_MEMORY_BUDGET"] = old
+
+
 def _pl_weights_set_to_inf():
     """A PlackettLuce model whose weights (pm.Data) are set to inf after it is built."""
     from pm_perm import PlackettLuce
@@ -405,6 +428,8 @@ def _cases():
          lambda: read_preflib(_preflib("count.soc", "".join(
              f"# ALTERNATIVE NAME {i}: {c}\n" for i, c in enumerate("ABC", 1))
              + "# NUMBER ALTERNATIVES: 3\n100000000000000000000000: 1,2,3\n")), "ValueError"),
+        ("PrefLib reader", "distinct orders whose dense table passes the memory budget "
+         "(2,000 alternatives, PM_PERM_MEMORY_BUDGET=1M)", _preflib_beyond_budget, "ValueError"),
         ("pm-perm rankings", "--prior-sigma -1 (a prior scale)",
          lambda: _cli("rankings", _preflib("b.soc", "".join(
              f"# ALTERNATIVE NAME {i}: {c}\n" for i, c in enumerate("ABC", 1))

@@ -32,7 +32,6 @@ and a memory budget (``PM_PERM_MEMORY_BUDGET`` bytes, default 2 GiB); beyond eit
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 
@@ -40,6 +39,7 @@ import numpy as np
 from numba import carray, objmode, types
 from numba.core.types import ExternalFunction
 
+from pm_perm._memory import memory_budget
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
 from pm_perm.kernels._checks import (
@@ -69,35 +69,6 @@ __all__ = [
 
 #: Largest M the exact engine accepts (2^26 float64 = 512 MiB of table, ~5-10 s per call).
 EXACT_MAX_M = 26
-
-_DEFAULT_BUDGET = 2 * 2**30
-
-
-def memory_budget() -> int:
-    """Bytes the exact engine may allocate for its tables.
-
-    Read from the environment variable ``PM_PERM_MEMORY_BUDGET`` (an integer number of bytes,
-    or with a suffix ``K``, ``M``, ``G``: powers of 1024); default 2 GiB. A value that is not a
-    positive finite byte count (``-1``, ``0``, ``infG``, ``nanG``, ``2x``) raises ``ValueError``
-    naming the variable.
-    """
-    raw = os.environ.get("PM_PERM_MEMORY_BUDGET", "").strip()
-    if not raw:
-        return _DEFAULT_BUDGET
-    mult = {"K": 2**10, "M": 2**20, "G": 2**30}
-    try:
-        if raw[-1].upper() in mult:
-            budget = int(float(raw[:-1]) * mult[raw[-1].upper()])
-        else:
-            budget = int(raw)
-    except (ValueError, OverflowError):  # not a number; NaN; infinity
-        budget = 0
-    if budget < 1:
-        raise ValueError(
-            f"PM_PERM_MEMORY_BUDGET={raw!r} is not a positive byte count; set it to e.g. "
-            "2147483648 or 2G, or unset it for the default of 2 GiB"
-        )
-    return budget
 
 
 #: The part of the "beyond the exact limit" message after the numbers (shared by the static

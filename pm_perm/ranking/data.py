@@ -468,7 +468,7 @@ def _check_extremes(f, X, y):
     """Reject legal-looking but unusable values with the file and line: relevance grades above
     ``MAX_LABEL``, features beyond ``MAX_FEATURE_ABS``, and feature ids so large that the dense
     feature matrix would exceed the memory budget (``PM_PERM_MEMORY_BUDGET``, default 2 GiB)."""
-    from pm_perm.kernels.permanent import memory_budget
+    from pm_perm._memory import memory_budget
 
     if y.size and y.max() > MAX_LABEL:
         line = _line_number(f, int(np.argmax(y)))

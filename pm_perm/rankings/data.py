@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pm_perm._memory import format_bytes, memory_budget
 from pm_perm.kernels.rank_form import validate_orders
 
 __all__ = ["KINDS", "RankingData", "read_preflib", "write_preflib"]
@@ -433,7 +434,9 @@ def read_preflib(path) -> RankingData:
         order in a ``.soc``/``.toc`` file, a count that is not a positive integer or is beyond
         the int64 limit (alone or summed), counts or orders that do not add up to the header's
         totals, a header whose ``NUMBER ALTERNATIVES`` differs from its ``ALTERNATIVE NAME``
-        lines, an alternative named twice or a header count given twice.
+        lines, an alternative named twice or a header count given twice; distinct orders
+        whose dense table (16 bytes per alternative and order while it is built) would exceed
+        the memory budget (``PM_PERM_MEMORY_BUDGET``, default 2 GiB).
     """
     path, kind = _check_path(path)
     src = _Source(path)
@@ -446,8 +449,9 @@ def read_preflib(path) -> RankingData:
         names, ids, totals, body = _old_header(src)
         split = re.compile(r"^\s*([^,]*),(.*)$")
     M = len(names)
-    to_lines = {}
-    orders, counts = [], []
+    budget = memory_budget()
+    to_lines = {}  # each distinct order's bytes -> its row (dicts keep insertion order)
+    counts = []
     n_ballots = 0
     for lineno, line in body:
         m = split.match(line)
@@ -475,15 +479,33 @@ def read_preflib(path) -> RankingData:
             raise src.error(lineno, f"incomplete order in a .{kind} file (ranks "
                                     f"{int((row >= 0).sum())} of {M} items); use .{kind[:2]}i")
         key = row.tobytes()
-        if key in to_lines:
-            counts[to_lines[key]] += count
-        else:
-            to_lines[key] = len(orders)
-            orders.append(row)
+        index = to_lines.get(key)
+        if index is None:
+            _check_table_size(src, lineno, len(counts) + 1, M, budget)
+            to_lines[key] = len(counts)
             counts.append(count)
+        else:
+            counts[index] += count
     _check_totals(src, totals, n_ballots, len(body))
-    return RankingData(np.array(orders, dtype=np.int64).reshape(-1, M),
-                       np.array(counts, dtype=np.int64), tuple(names), kind, source=str(path))
+    orders = np.empty((len(counts), M), dtype=np.int64)
+    for i, key in enumerate(to_lines):  # in order of first appearance
+        orders[i] = np.frombuffer(key, dtype=np.int64)
+    return RankingData(orders, np.array(counts, dtype=np.int64), tuple(names), kind,
+                       source=str(path))
+
+
+def _check_table_size(src, lineno, n_distinct, M, budget):
+    """Refuse, before allocating it, a dense table of orders beyond the memory budget: the
+    reader holds each distinct order once as bytes and once in the (n_distinct, M) int64 array
+    it returns, 16 bytes per item and order."""
+    need = 16 * n_distinct * M
+    if need > budget:
+        raise src.error(
+            lineno, f"{n_distinct} distinct orders of {M} alternatives up to this line need "
+                    f"{format_bytes(need)} as a dense table (16 bytes per alternative and "
+                    f"order), beyond the memory budget ({format_bytes(budget)}, "
+                    "PM_PERM_MEMORY_BUDGET); raise the budget if the machine has the memory, or "
+                    "keep only the alternatives the orders rank")
 
 
 def _current_header(src):

@@ -147,6 +147,34 @@ def test_huge_number_of_alternatives_is_not_materialised(tmp_path):
         assert peak < 1_000_000  # nothing of length M was built (10**6 ints: tens of MB)
 
 
+def test_orders_beyond_the_memory_budget_are_refused_before_they_are_built(tmp_path,
+                                                                          monkeypatch):
+    """Many alternatives and many distinct orders: the dense table (16 bytes per alternative
+    and order while it is read) is refused at the line that would pass the budget, naming its
+    size, instead of growing until the machine runs out of memory."""
+    import tracemalloc
+
+    M, n = 2000, 400
+    names = "".join(f"# ALTERNATIVE NAME {i}: a{i}\n" for i in range(1, M + 1))
+    body = "".join(f"1: {i}\n" for i in range(1, n + 1))  # n distinct top-1 orders
+    p = tmp_path / "wide.soi"
+    p.write_text(f"# DATA TYPE: soi\n# NUMBER ALTERNATIVES: {M}\n# NUMBER VOTERS: {n}\n"
+                 f"# NUMBER UNIQUE ORDERS: {n}\n{names}{body}")
+    assert read_preflib(p).orders.shape == (n, M)  # 12.8 MB: within the default budget
+    monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "500K")  # room for 16 orders of 2000 (512,000 B)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=rf"{p}, line {4 + M + 17}: 17 distinct orders of "
+                                             rf"{M} alternatives up to this line need 531\.25 kiB "
+                                             r".*beyond the memory budget \(500\.00 kiB, "
+                                             r"PM_PERM_MEMORY_BUDGET\); raise the budget"):
+            read_preflib(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # stopped near the budget (reading all 400 orders peaks at 13 MB)
+
+
 def test_duplicate_header_lines(tmp_path):
     p = _current(tmp_path, "soi", "2: 1\n1: 2")
     text = p.read_text()
