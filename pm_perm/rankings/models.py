@@ -623,7 +623,10 @@ def posterior_params(source, family):
     ------
     ValueError
         ``family`` is not one of ``FAMILIES``; ``source`` lacks the family's parameter or
-        ``"length_probs"``; or it has K > 1 components but no ``"mixture_weights"`` of length K.
+        ``"length_probs"``; it has K > 1 components but no ``"mixture_weights"`` of length K;
+        ``"length_probs"`` is not of length M + 1; the parameter holds non-finite values; or the
+        mixture weights or length probabilities are not probability vectors (finite,
+        non-negative, summing to 1 within 1e-6).
     """
     _check_family(family)
     name = _param_name(family)
@@ -652,7 +655,28 @@ def posterior_params(source, family):
     if w.shape != params.shape[:2]:
         raise ValueError(f"mixture_weights has shape {w.shape[1:]} but {name!r} has {K} "
                          f"components; give {K} mixture weights")
+    M = params.shape[-1]
+    if lp.shape != (params.shape[0], M + 1):
+        raise ValueError(f"length_probs has shape {lp.shape[1:]} but {name!r} has M = {M} "
+                         f"items; give M + 1 = {M + 1} probabilities (lengths 0..M)")
+    if not np.all(np.isfinite(params)):
+        raise ValueError(f"{name!r} holds non-finite values; pass a converged fit")
+    for label, probs in (("mixture_weights", w), ("length_probs", lp)):
+        _check_probability_vectors(label, probs)
     return {"params": params, "weights": w, "length_probs": lp}
+
+
+def _check_probability_vectors(label, probs, atol=1e-6):
+    """Each row of ``probs`` (S, n) must be a probability vector: finite, non-negative, summing
+    to 1 within ``atol``."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.all(np.isfinite(probs) & (probs >= 0), axis=-1)
+                & (np.abs(probs.sum(axis=-1) - 1) <= atol))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        where = f" (draw {i})" if probs.shape[0] > 1 else ""
+        raise ValueError(f"{label}{where} is {np.array2string(probs[i], precision=4)}: it must "
+                         f"be non-negative and sum to 1")
 
 
 def _flat_draws(idata, draws, rng):

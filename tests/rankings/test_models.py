@@ -507,6 +507,31 @@ def test_posterior_params_refuses_a_mixture_without_its_weights():
     np.testing.assert_allclose(rmod.posterior_params(_point(2), "full")["weights"], [[0.5, 0.5]])
 
 
+@pytest.mark.parametrize("key,value,match", [
+    ("mixture_weights", np.array([0.7, 0.7]), r"mixture_weights is \[0\.7 0\.7\]: it must be "
+                                              r"non-negative and sum to 1"),
+    ("mixture_weights", np.array([1.5, -0.5]), "mixture_weights .* non-negative"),
+    ("mixture_weights", np.array([np.nan, 1.0]), "mixture_weights .* non-negative"),
+    ("length_probs", np.full(5, 0.3), "length_probs .* sum to 1"),
+    ("length_probs", np.full(4, 0.25), r"length_probs has shape \(4,\) but 'W' has M = 4 "
+                                       r"items; give M \+ 1 = 5"),
+    ("W", np.full((2, 4, 4), np.inf), "'W' holds non-finite values"),
+])
+def test_posterior_params_refuses_what_is_not_a_distribution(key, value, match):
+    """Weights that do not sum to 1 would silently mis-weight every mixture summary."""
+    with pytest.raises(ValueError, match=match):
+        rmod.posterior_params({**_point(2), key: value}, "full")
+
+
+def test_posterior_params_names_the_draw_with_bad_weights():
+    w = np.full((1, 3, 2), 0.5)
+    w[0, 2] = [0.9, 0.9]
+    idata = az.from_dict({"posterior": {"W": np.zeros((1, 3, 2, 4, 4)), "mixture_weights": w,
+                                        "length_probs": np.full((1, 3, 5), 0.2)}})
+    with pytest.raises(ValueError, match=r"mixture_weights \(draw 2\) is \[0\.9 0\.9\]"):
+        rmod.posterior_params(idata, "full")
+
+
 @pytest.mark.parametrize("family", ["PL", "bogus", "Plackett-Luce", None])
 def test_posterior_params_refuses_an_unknown_family(family):
     with pytest.raises(ValueError, match=r"family must be one of \('plackett-luce', 'rank-one', "
