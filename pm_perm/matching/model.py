@@ -77,7 +77,22 @@ def _check_theta(theta, d, name="theta"):
     if theta.ndim != (1 if name == "theta" else 2) or theta.shape[-1] != d:
         raise ValueError(f"{name} must have shape {want}, one weight per feature of x; got "
                          f"shape {theta.shape}")
+    if not np.all(np.isfinite(theta)):
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(theta))[0])
+        raise ValueError(f"{name} must be finite; {name}[{', '.join(map(str, where))}] is "
+                         f"{theta[where]} (a failed fit? check its diagnostics)")
     return theta
+
+
+def _logits(x, theta):
+    """``x . theta``, refused when it overflows (finite weights whose products are not)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = x @ theta
+    if not np.all(np.isfinite(W)):
+        raise ValueError("x . theta overflows float64 (edge logits beyond 1.8e308); theta or "
+                         f"the features are far too large (max |theta| = "
+                         f"{np.max(np.abs(theta)):.3g}); rescale the features or check the fit")
+    return W
 
 
 def _check_prior_sigmas(prior_sigmas):
@@ -375,12 +390,12 @@ def predict(x, theta):
     """Predicted matchings: the max-weight matching of ``x . theta`` (the model's mode).
 
     ``x`` of shape ``(..., M, M, d)``, finite, ``theta`` of shape ``(d,)``; returns int64
-    ``(..., M)``. O(M^3) per pair (Hungarian), any M. Raises ``ValueError`` for other shapes
-    or non-finite ``x``.
+    ``(..., M)``. O(M^3) per pair (Hungarian), any M. Raises ``ValueError`` for other shapes,
+    non-finite ``x`` or ``theta``, or an ``x . theta`` that overflows.
     """
     x = _check_x(x)
     theta = _check_theta(theta, x.shape[-1])
-    return max_weight_matching(x @ theta)
+    return max_weight_matching(_logits(x, theta))
 
 
 def log_likelihood(x, y, theta):
@@ -389,11 +404,12 @@ def log_likelihood(x, y, theta):
     ``x`` of shape ``(n_pairs, M, M, d)`` with M <= ``EXACT_MAX_M``, ``y`` of shape
     ``(n_pairs, M)``, ``theta`` of shape ``(d,)``; returns a float (log base e).
     O(n_pairs M 2^M) (exact permanent; about 0.1 ms per pair at M = 15). Raises
-    ``ValueError`` for other shapes, non-finite ``x`` or a ``y`` that is not a permutation.
+    ``ValueError`` for other shapes, non-finite ``x`` or ``theta``, an ``x . theta`` that
+    overflows, or a ``y`` that is not a permutation.
     """
     x, y = _check_xy(x, y)
     theta = _check_theta(theta, x.shape[-1])
-    W = x @ theta
+    W = _logits(x, theta)
     hit = np.take_along_axis(W, y[:, :, None], axis=2)[..., 0].sum(axis=1)
     return float(np.sum(hit - log_permanent(W)))
 
@@ -428,7 +444,8 @@ def posterior_matching_marginals(x, theta_draws):
     Raises
     ------
     ValueError
-        If ``x`` holds NaN or inf or the draws do not have ``d`` weights each.
+        If ``x`` holds NaN or inf, the draws do not have ``d`` finite weights each, or
+        ``x . theta`` overflows.
 
     Notes
     -----
@@ -439,7 +456,7 @@ def posterior_matching_marginals(x, theta_draws):
     draws = _check_theta(np.atleast_2d(theta_draws), x.shape[-1], "theta_draws")
     P = np.zeros(x.shape[:-1])
     for theta in draws:
-        P += permutation_marginals(x @ theta)
+        P += permutation_marginals(_logits(x, theta))
     return P / len(draws)
 
 

@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 from scipy.special import logsumexp
@@ -310,6 +312,29 @@ def test_theta_of_the_wrong_length_is_refused():
     with pytest.raises(ValueError, match=r"theta_draws must have shape \(S, 60\)"):
         posterior_matching_marginals(x, theta[None, :3])
     np.testing.assert_array_equal(predict(x, theta), predict(x[0], theta)[None])
+
+
+def test_non_finite_theta_and_overflowing_logits_are_refused_naming_theta():
+    """A NaN theta (a failed fit) got the permanent kernel's message about "logits"; a finite
+    theta whose products overflow gave +inf logits with a RuntimeWarning."""
+    x, y = _tiny_pair()
+    theta = -np.ones(x.shape[-1])
+    theta[7] = np.nan
+    for call in (lambda: predict(x, theta), lambda: log_likelihood(x, y, theta),
+                 lambda: posterior_matching_marginals(x, np.stack([-np.ones(60), theta]))):
+        with pytest.raises(ValueError, match=r"theta(_draws)? must be finite; theta(_draws)?"
+                                             r"\[(1, )?7\] is nan \(a failed fit\?"):
+            call()
+    x2 = np.ones((1, 3, 3, 2))  # x . theta = 2e308: inf
+    y2 = np.array([[0, 1, 2]])
+    huge = np.full(2, 1e308)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning either
+        for call in (lambda: predict(x2, huge), lambda: log_likelihood(x2, y2, huge),
+                     lambda: posterior_matching_marginals(x2, huge[None])):
+            with pytest.raises(ValueError, match=r"x \. theta overflows float64 .*max \|theta\|"
+                                                 r" = 1e\+308"):
+                call()
 
 
 def test_calibration_table_refuses_unsorted_edges_and_mismatched_shapes():
