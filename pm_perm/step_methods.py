@@ -30,7 +30,7 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.kernels._checks import as_count
+from pm_perm.kernels._checks import as_count, first_non_permutation
 
 __all__ = ["PermutationSwapMetropolis", "is_permutation_rv", "register_step_method"]
 
@@ -59,9 +59,8 @@ def _check_permutation(name: str, value: np.ndarray) -> None:
             "least one dimension (its last axis holds the permutation)"
         )
     M = value.shape[-1]
-    bad = (np.sort(value, axis=-1) != np.arange(M)).any(axis=-1)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    idx = first_non_permutation(value)
+    if idx is not None:
         where = f"{name}[{', '.join(map(str, idx))}]" if idx else name
         raise ValueError(
             f"PermutationSwapMetropolis: the value of {where} is {value[idx].tolist()}, which is "

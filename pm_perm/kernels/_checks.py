@@ -224,3 +224,16 @@ def as_count(x, name: str, minimum: int = 0) -> int:
     if not ok or int(x) < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}; got {x!r}")
     return int(x)
+
+
+def first_non_permutation(values) -> tuple[int, ...] | None:
+    """Index over the leading axes of the first row (last axis) of ``values`` that is not a
+    permutation of ``0..M-1`` (``()`` for a single row), or ``None`` when every row is one.
+    ``values`` must have at least one dimension; any dtype (a float row of integral values
+    counts as a permutation: callers check the dtype they need). O(n M log M)."""
+    values = np.asarray(values)
+    M = values.shape[-1]
+    bad = (np.sort(values, axis=-1) != np.arange(M)).any(axis=-1)
+    if not bad.any():
+        return None
+    return tuple(int(i) for i in np.argwhere(bad)[0])

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pm_perm.kernels._checks import as_float_array
+from pm_perm.kernels._checks import as_float_array, first_non_permutation
 from pm_perm.kernels.huber_law import huber_law_sample
 from pm_perm.kernels.swap_mcmc import _init_state, swap_mcmc_core
 
@@ -83,8 +83,10 @@ def stochastic_map(
     Y = np.asarray(observed)
     if Y.shape != (N, M) or not np.issubdtype(Y.dtype, np.integer):
         raise ValueError(f"observed must be an integer array of shape ({N}, {M}); got {Y.shape}")
-    if not (np.sort(Y, axis=1) == np.arange(M)).all():
-        raise ValueError("each observed row must be a permutation of 0..M-1")
+    row = first_non_permutation(Y)
+    if row is not None:
+        raise ValueError(f"each observed row must be a permutation of 0..{M - 1}; row {row[0]} "
+                         f"is {Y[row].tolist()}")
     if sampler not in ("huber_law", "swap"):
         raise ValueError(f"sampler must be 'huber_law' or 'swap'; got {sampler!r}")
     if n_samples < 1 or max_iter < 1 or window < 1 or not step0 > 0 or not tol > 0:

@@ -18,7 +18,12 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from pm_perm._numba import njit
-from pm_perm.kernels._checks import as_count, as_square_logits, check_admits_permutation
+from pm_perm.kernels._checks import (
+    as_count,
+    as_square_logits,
+    check_admits_permutation,
+    first_non_permutation,
+)
 
 __all__ = ["swap_mcmc_core", "swap_mcmc_sample", "swap_mcmc_chains"]
 
@@ -81,7 +86,7 @@ def _init_state(W2, init):
             raise ValueError(f"init must be a permutation of the integers 0..{M - 1}; got dtype "
                              f"{y.dtype} ({init!r}): pass integers, e.g. np.arange({M})")
         y = y.astype(np.int64).copy()
-        if not (np.sort(y) == np.arange(M)).all():
+        if first_non_permutation(y) is not None:
             raise ValueError(f"init must be a permutation of 0..{M - 1} (each once); got {y}")
     bad = np.isneginf(W2[np.arange(M), y])
     if bad.any():

@@ -8,7 +8,7 @@ import numpy as np
 from numba import types
 
 from pm_perm.kernels import cardinality, huber_law, partial_orders, permanent
-from pm_perm.kernels._checks import c_array
+from pm_perm.kernels._checks import c_array, first_non_permutation
 
 
 def _read_only_array_args(dispatcher):
@@ -123,3 +123,15 @@ def test_complex_sizes_counts_and_weights_are_refused_not_truncated():
         check_weights([1, 2, 3], 2)
     with pytest.raises(TypeError, match="weights must be real numbers; got complex"):
         check_weights([1j], 1)
+
+
+def test_first_non_permutation_names_the_first_bad_row():
+    assert first_non_permutation(np.array([2, 0, 1])) is None
+    assert first_non_permutation(np.array([0, 0, 1])) == ()
+    rows = np.tile(np.arange(4), (2, 3, 1))
+    assert first_non_permutation(rows) is None
+    rows[1, 2] = [0, 1, 2, 4]  # out of range
+    rows[1, 1] = [3, 3, 1, 0]  # repeated: the first bad row in C order
+    assert first_non_permutation(rows) == (1, 1)
+    assert first_non_permutation(np.array([[1.0, 0.0], [0.0, 1.0]])) is None
+    assert first_non_permutation(np.array([[0.5, 0.0]])) == (0,)

@@ -52,7 +52,9 @@ def test_convergence_flag_and_errors():
     assert not res.converged and res.n_iter == 5
     with pytest.raises(ValueError, match="shape"):
         stochastic_map(X[0], Y)
-    with pytest.raises(ValueError, match="permutation"):
-        stochastic_map(X, np.zeros_like(Y))
+    bad = Y.copy()
+    bad[3, :2] = bad[3, 0]
+    with pytest.raises(ValueError, match=r"permutation of 0\.\.\d+; row 3 is \["):
+        stochastic_map(X, bad)
     with pytest.raises(ValueError, match="sampler"):
         stochastic_map(X, Y, sampler="gibbs")
