@@ -615,6 +615,8 @@ def write_preflib(data: RankingData, path, *, overwrite=False, title=None) -> Pa
         The folder of ``path`` does not exist (nothing is created).
     FileExistsError, IsADirectoryError
         ``path`` exists (without ``overwrite=True``) or is a folder.
+    OSError
+        The folder refuses new files (read-only, ``/proc``); the message names the folder.
     """
     path = Path(path)
     kind = path.suffix.lstrip(".").lower()
@@ -656,7 +658,11 @@ def write_preflib(data: RankingData, path, *, overwrite=False, title=None) -> Pa
         parts = [str(b[0] + 1) if len(b) == 1 else "{" + ",".join(str(i + 1) for i in b) + "}"
                  for b in blocks]
         lines.append(f"{int(count)}: {','.join(parts)}")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:  # a read-only folder, /proc: name the folder, not the temp file
+        raise type(err)(err.errno, f"cannot write {path}: its folder {path.parent} refuses new "
+                                   f"files ({err.strerror}); choose another path") from err
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")

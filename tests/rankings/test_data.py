@@ -309,6 +309,15 @@ def test_write_refuses_line_breaks_and_missing_folders(tmp_path):
     assert read_preflib(path) == data
 
 
+def test_write_into_a_folder_that_refuses_files_names_the_folder(tmp_path):
+    """/proc refuses new files even to root: the message named write_preflib's temporary file
+    (``/proc/.x.soi.z65oxmiy.tmp``) instead of the folder."""
+    data = RankingData.from_orders(np.array([[0, 1, 2]]), item_names=("A", "B", "C"))
+    with pytest.raises(OSError, match=r"^\[Errno \d+\] cannot write /proc/x\.soi: its folder "
+                                      r"/proc refuses new files \(.+\); choose another path$"):
+        write_preflib(data, "/proc/x.soi")
+
+
 # --------------------------------------------------------------------------- arrays
 
 
