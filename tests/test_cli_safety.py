@@ -160,12 +160,17 @@ def test_queries_sharing_a_training_qid_are_a_recorded_warning(files, tmp_path, 
     assert main(["rank", "--train", files["train"], "--test", str(copy), "--model", "ridge",
                  "--json", str(out)]) == 0
     [warning] = json.loads(out.read_text())["warnings"]
-    assert warning.startswith("8 of the 8 --test queries have the qid of a --train query "
-                              "(qids 100, 101, 102, 103, 104, ...)")
+    assert warning.startswith("8 of the 8 --test queries are --train queries (the same qid and "
+                              "the same documents: qids 100, 101, 102, 103, 104, ...)")
     assert warning in capsys.readouterr().err
     # distinct qids: no warning
     other = tmp_path / "other.txt"
     other.write_text(Path(files["test"]).read_text().replace("qid:1", "qid:9"))
     assert main(["rank", "--train", files["train"], "--test", str(other), "--model", "ridge",
+                 "--json", str(out), "--overwrite"]) == 0
+    assert json.loads(out.read_text())["warnings"] == []
+    # the training qids 100-103 on other documents (files numbered independently, as these
+    # two are): no warning either (it warned before)
+    assert main(["rank", "--train", files["train"], "--test", files["test"], "--model", "ridge",
                  "--json", str(out), "--overwrite"]) == 0
     assert json.loads(out.read_text())["warnings"] == []

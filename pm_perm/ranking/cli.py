@@ -221,10 +221,10 @@ def load_splits(args):
 
     Raises ``ValueError`` before reading when a ``--valid`` or ``--test`` file is a ``--train``
     file, or a ``--test`` file is a ``--valid`` file (however spelled: ``../`` paths and
-    symlinks included). LETOR test or validation queries with the qid of a training query (a
-    copy of the training file, say) give a ``UserWarning`` (recorded in the result's
-    ``warnings``): LETOR qids are unique across a data set's files, but files numbered
-    independently may reuse them.
+    symlinks included). LETOR test or validation queries that are training queries (the same
+    qid and the same documents: a copy of the training file, say) give a ``UserWarning``
+    (recorded in the result's ``warnings``); a shared qid alone does not, since files numbered
+    independently reuse qids for other queries.
     """
     from pm_perm.ranking.data import load_mq2008_fold, read_letor, read_lightgbm
 
@@ -268,16 +268,30 @@ def _check_not_training_files(args):
 
 
 def _warn_shared_qids(option, split, train):
-    """Warn when queries of ``split`` have the qid of a training query (LETOR qids are unique
-    across a data set's files, so these may be training queries)."""
-    shared = np.intersect1d(split.qids, train.qids)
-    if shared.size:
-        examples = ", ".join(str(q) for q in shared[:5])
+    """Warn when queries of ``split`` are training queries: the same qid AND the same documents
+    (the same feature rows, in any order). LETOR qids are unique across a data set's files, so
+    such a query is a copy; files numbered independently reuse qids for other queries, which is
+    no cause for a warning."""
+    shared, where, ours = np.intersect1d(split.qids, train.qids, return_indices=True)
+    copies = [int(q) for q, i, j in zip(shared, where, ours, strict=True)
+              if _same_documents(split, int(i), train, int(j))]
+    if copies:
+        examples = ", ".join(str(q) for q in copies[:5])
         warnings.warn(
-            f"{shared.size} of the {split.n_queries} {option} queries have the qid of a --train "
-            f"query (qids {examples}{', ...' if shared.size > 5 else ''}): if they are the same "
-            "queries, the metrics are optimistic; check that the files hold different queries",
-            UserWarning, stacklevel=2)
+            f"{len(copies)} of the {split.n_queries} {option} queries are --train queries (the "
+            f"same qid and the same documents: qids {examples}"
+            f"{', ...' if len(copies) > 5 else ''}): the metrics are optimistic on them; remove "
+            f"them from the {option} file", UserWarning, stacklevel=2)
+
+
+def _same_documents(a, i, b, j):
+    """Query ``i`` of split ``a`` has the feature rows of query ``j`` of split ``b`` (as a
+    multiset of rows)."""
+    rows_a = a.X[a.group_ptr[i]:a.group_ptr[i + 1]]
+    rows_b = b.X[b.group_ptr[j]:b.group_ptr[j + 1]]
+    if rows_a.shape != rows_b.shape:
+        return False
+    return sorted(r.tobytes() for r in rows_a) == sorted(r.tobytes() for r in rows_b)
 
 
 def hinge_splits(train, valid, test, n_knots):
