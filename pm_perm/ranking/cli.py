@@ -67,6 +67,7 @@ POSITIVE_INT = _checked(int, lambda v: v >= 1, "a positive integer")
 NON_NEGATIVE_INT = _checked(int, lambda v: v >= 0, "a non-negative integer")
 POSITIVE_FLOAT = _checked(float, lambda v: 0.0 < v < np.inf, "a positive finite number")
 OPEN_UNIT_FLOAT = _checked(float, lambda v: 0.0 < v < 1.0, "a number strictly between 0 and 1")
+FRACTION = _checked(float, lambda v: 0.0 <= v < 1.0, "a number in [0, 1)")
 
 
 def add_rank_parser(subparsers):

@@ -55,7 +55,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pm_perm.ranking.cli import NON_NEGATIVE_INT, OPEN_UNIT_FLOAT, POSITIVE_FLOAT, POSITIVE_INT
+from pm_perm.ranking.cli import (
+    FRACTION,
+    NON_NEGATIVE_INT,
+    OPEN_UNIT_FLOAT,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+)
 
 __all__ = ["add_rankings_parser", "run_rankings"]
 
@@ -73,7 +79,7 @@ def add_rankings_parser(subparsers):
     p.add_argument("data_file", metavar="DATA_FILE", help="PrefLib .soc/.soi/.toc/.toi file")
     model = p.add_argument_group("model")
     model.add_argument("--model", choices=tuple(MODELS), default="full")
-    model.add_argument("--components", type=int, default=1, metavar="K",
+    model.add_argument("--components", type=POSITIVE_INT, default=1, metavar="K",
                        help="mixture components (voting blocs); default 1")
     model.add_argument("--prior-sigma", type=POSITIVE_FLOAT, default=3.0,
                        help="prior scale of the item utilities (default 3)")
@@ -81,25 +87,25 @@ def add_rankings_parser(subparsers):
                        help="rank-one model: learn the decreasing position profile c")
     fit = p.add_argument_group("fit")
     fit.add_argument("--fit", choices=("map", "nuts"), default="map")
-    fit.add_argument("--heldout-fraction", type=float, default=0.0, metavar="F",
+    fit.add_argument("--heldout-fraction", type=FRACTION, default=0.0, metavar="F",
                      help="share of the ballots held out (default 0: none)")
     fit.add_argument("--seed", type=NON_NEGATIVE_INT, default=0)
-    fit.add_argument("--starts", type=int, default=None, metavar="N",
+    fit.add_argument("--starts", type=POSITIVE_INT, default=None, metavar="N",
                      help="MAP: jittered starts, best kept (default 1, or 3 for mixtures)")
     fit.add_argument("--draws", type=POSITIVE_INT, default=1000)
     fit.add_argument("--tune", type=NON_NEGATIVE_INT, default=1000)
     fit.add_argument("--chains", type=POSITIVE_INT, default=4)
     fit.add_argument("--target-accept", type=OPEN_UNIT_FLOAT, default=0.9,
                      help="NUTS: target acceptance rate, in (0, 1) (default 0.9)")
-    fit.add_argument("--max-loglik-draws", type=int, default=200,
+    fit.add_argument("--max-loglik-draws", type=POSITIVE_INT, default=200,
                      help="NUTS: posterior draws used for log-likelihoods and plots (default 200)")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT.json", required=True, help="results as JSON")
     out.add_argument("--plots", metavar="DIR", help="save positions.png, pairwise.png, "
                      "consensus.png, ppc.png (posterior predictive checks) and, for mixtures, "
                      "blocs.png")
-    out.add_argument("--ppc-reps", type=int, default=100, help="replicated data sets for the "
-                     "posterior predictive checks (default 100)")
+    out.add_argument("--ppc-reps", type=POSITIVE_INT, default=100,
+                     help="replicated data sets for the posterior predictive checks (default 100)")
     out.add_argument("--overwrite", action="store_true", help="replace output files that "
                      "already exist (an output that is the input file is refused even then)")
     p.set_defaults(func=run_rankings)
@@ -114,7 +120,8 @@ def plot_files(components):
 
 
 def _check_args(args):
-    """Validate the input, the settings and every output path before any work."""
+    """Validate the input, the settings argparse cannot check alone and every output path,
+    before any work (the numeric settings are checked by their argparse types)."""
     from pm_perm._io import check_outputs
 
     src = Path(args.data_file)
@@ -122,15 +129,6 @@ def _check_args(args):
         raise ValueError(f"data file {src} is a directory; give a PrefLib file")
     if not src.is_file():
         raise FileNotFoundError(f"data file {src} not found")
-    if not 0.0 <= args.heldout_fraction < 1.0:
-        raise ValueError(f"--heldout-fraction must be in [0, 1), got {args.heldout_fraction}")
-    if args.components < 1:
-        raise ValueError(f"--components must be >= 1, got {args.components}")
-    for name in ("max_loglik_draws", "ppc_reps"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
-    if args.starts is not None and args.starts < 1:
-        raise ValueError("--starts must be >= 1")
     if args.learn_positions and args.model != "rank-one":
         raise ValueError("--learn-positions applies to --model rank-one only")
     check_outputs({"--json": args.json}, [src], overwrite=args.overwrite,

@@ -75,8 +75,6 @@ def no_fit(monkeypatch):
     (["--json", "{tmp}/o.json", "--plots", "{tmp}/no/such/plots"], "does not exist"),
     (["--json", "{tmp}"], "is a directory"),
     (["--json", "{tmp}/o.json", "--model", "full", "--learn-positions"], "rank-one only"),
-    (["--json", "{tmp}/o.json", "--heldout-fraction", "1.0"], "heldout-fraction"),
-    (["--json", "{tmp}/o.json", "--components", "0"], "components"),
 ])
 def test_bad_outputs_fail_before_fitting(ballots, tmp_path, capsys, no_fit, extra, match):
     before = ballots.read_bytes()
@@ -308,6 +306,12 @@ def test_nuts_end_to_end(ballots, tmp_path):
     (["--fit", "nuts", "--draws", "0"], "--draws", "positive integer"),
     (["--fit", "nuts", "--tune", "-1"], "--tune", "non-negative integer"),
     (["--fit", "nuts", "--chains", "0"], "--chains", "positive integer"),
+    (["--heldout-fraction", "1.0"], "--heldout-fraction", "number in [0, 1)"),
+    (["--heldout-fraction", "nan"], "--heldout-fraction", "number in [0, 1)"),
+    (["--components", "0"], "--components", "positive integer"),
+    (["--starts", "0"], "--starts", "positive integer"),
+    (["--fit", "nuts", "--max-loglik-draws", "0"], "--max-loglik-draws", "positive integer"),
+    (["--ppc-reps", "2.5"], "--ppc-reps", "positive integer"),
 ])
 def test_bad_settings_refused_at_parsing(ballots, tmp_path, capsys, monkeypatch, no_fit, extra,
                                          option, requirement):
