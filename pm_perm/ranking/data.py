@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.datasets import load_svmlight_files
 
-from pm_perm.ranking.metrics import MAX_LABEL
+from pm_perm.ranking.metrics import MAX_LABEL, label_above_cap
 
 __all__ = [
     "MQ2008_N_FEATURES",
@@ -106,11 +106,7 @@ class RankingSplit:
                 f"got shape {y.shape}, dtype {y.dtype}"
             )
         if y.size and y.max() > MAX_LABEL:
-            raise ValueError(
-                f"y has relevance label {y.max()} (row {int(np.argmax(y))}) above the largest "
-                f"grade pm_perm supports, MAX_LABEL = {MAX_LABEL} (NDCG gains 2^label - 1 "
-                "overflow float64); map the grades to 0..K, keeping their order"
-            )
+            raise ValueError("y: " + label_above_cap(y.max(), f" (row {int(np.argmax(y))})"))
         n_dropped = self.n_dropped_queries
         if isinstance(n_dropped, bool) or not isinstance(n_dropped, int | np.integer) or (
             n_dropped < 0
@@ -472,11 +468,7 @@ def _check_extremes(f, X, y):
 
     if y.size and y.max() > MAX_LABEL:
         line = _line_number(f, int(np.argmax(y)))
-        raise ValueError(
-            f"{f}:{line}: relevance label {y.max():g} is above the largest grade pm_perm supports, "
-            f"MAX_LABEL = {MAX_LABEL} (NDCG gains 2^label - 1 overflow float64); map the grades "
-            "to 0..K, keeping their order"
-        )
+        raise ValueError(f"{f}:{line}: " + label_above_cap(f"{y.max():g}"))
     if X.nnz:
         big = np.abs(X.data) > MAX_FEATURE_ABS
         if big.any():

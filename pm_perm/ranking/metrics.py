@@ -108,6 +108,15 @@ class _Ranked:
         return self.per_query_sum(self.labels >= threshold)
 
 
+def label_above_cap(value, where: str = "") -> str:
+    """The message for a relevance grade above ``MAX_LABEL`` (``where``: its position, e.g.
+    ``" (row 3)"``), shared by the metrics, :class:`pm_perm.ranking.data.RankingSplit` and the
+    LETOR reader, which prefix what they were given."""
+    return (f"relevance label {value}{where} is above the largest grade pm_perm supports, "
+            f"MAX_LABEL = {MAX_LABEL} (NDCG gains 2^label - 1 overflow float64); map the grades "
+            "to 0..K, keeping their order")
+
+
 def _as_labels(labels):
     arr = np.asarray(labels)
     if arr.ndim != 1 or arr.size == 0:
@@ -119,10 +128,7 @@ def _as_labels(labels):
         raise ValueError("labels must be non-negative relevance grades (0, 1, 2, ...)")
     if arr.max() > MAX_LABEL:
         raise ValueError(
-            f"labels: relevance label {arr.max()} (position {int(np.argmax(arr))}) is above the "
-            f"largest grade pm_perm supports, MAX_LABEL = {MAX_LABEL} (NDCG gains 2^label - 1 "
-            "overflow float64); map the grades to 0..K, keeping their order"
-        )
+            "labels: " + label_above_cap(arr.max(), f" (position {int(np.argmax(arr))})"))
     return arr.astype(np.int64)
 
 

@@ -347,7 +347,7 @@ def test_lightgbm_sample_on_the_real_files(shared_data):
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        ({"y": [0, 1, 5000, 0, 1]}, r"y has relevance label 5000 \(row 2\) .*MAX_LABEL = 100"),
+        ({"y": [0, 1, 5000, 0, 1]}, r"y: relevance label 5000 \(row 2\) is above .*= 100"),
         ({"y": np.array([0, 1, 2**63 + 5, 0, 1], dtype=np.uint64)}, r"label 9223372036854775813"),
         ({"n_dropped_queries": -3}, r"n_dropped_queries must be a non-negative integer.*-3"),
         ({"n_dropped_queries": 1.5}, r"n_dropped_queries must be a non-negative integer"),

@@ -235,7 +235,7 @@ def test_labels_and_n_levels_beyond_max_label_are_refused_quickly():
 
     X = np.random.default_rng(0).normal(size=(6, 2))
     t0 = time.perf_counter()
-    with pytest.raises(ValueError, match=r"y has relevance label 3000 .*MAX_LABEL = 100"):
+    with pytest.raises(ValueError, match=r"y: relevance label 3000 .*MAX_LABEL = 100"):
         OrdinalRanker().fit_map(RankingSplit(X, [0, 1, 2, 0, 1, 3000], [0, 3, 6], [1, 2]))
     split = RankingSplit(X, [0, 1, 2, 0, 1, 1], [0, 3, 6], [1, 2])
     with pytest.raises(ValueError, match=r"n_levels must be .*at most MAX_LABEL \+ 1 = 101"):
