@@ -358,8 +358,8 @@ def _check_path(path):
 
 def _parse_int(src, lineno, token, what):
     t = token.strip()
-    if not re.fullmatch(r"[+-]?\d+", t):
-        raise src.error(lineno, f"{what} {t!r} is not an integer")
+    if not re.fullmatch(r"[+-]?[0-9]+", t):  # ASCII digits only (\d takes any script's)
+        raise src.error(lineno, f"{what} {t!r} is not an integer (ASCII digits 0-9)")
     try:
         return int(t)
     except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
@@ -368,7 +368,8 @@ def _parse_int(src, lineno, token, what):
 
 def _parse_blocks(src, lineno, text, to_index):
     """``a,b,{c,d},e`` -> list of blocks of 0-based indices (``to_index`` maps file ids)."""
-    if "{" not in text and "}" not in text and "_" not in text:  # fast path: strict order
+    # fast path: a strict order of ASCII ids (int() would also take other scripts' digits and _)
+    if text.isascii() and "{" not in text and "}" not in text and "_" not in text:
         try:
             return [[to_index(int(t))] for t in text.split(",")] if text.strip() else []
         except ValueError as err:

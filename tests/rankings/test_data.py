@@ -79,6 +79,9 @@ def test_old_layout_zero_and_one_based(tmp_path):
         ("soi", "0: 1,2", r"line 10: count 0 must be a positive integer"),
         ("soi", "2 1,2", r"line 10: unparseable line"),
         ("soi", "2: 1,x", r"line 10: item id 'x' is not an integer"),
+        # digits of other scripts are digits to Python's int(), not to the PrefLib format
+        ("soi", "\u0663: 1,2", r"line 10: count '\u0663' is not an integer \(ASCII digits"),
+        ("soi", "2: 1,\uff12", r"line 10: item id '\uff12' is not an integer \(ASCII"),
         ("toi", "2: 1,{2,3", r"line 10: unparseable order .*unbalanced"),
         ("toi", "2: 1,{2,{3}}", r"line 10: unparseable order .*unbalanced"),
         ("soi", "2: 1,2,", r"line 10: unparseable order .*trailing"),
