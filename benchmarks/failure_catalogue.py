@@ -341,7 +341,7 @@ def _cases():
         ("pm-perm rank", "a relevance label of 1000000",
          lambda: _cli("rank", "--train", _letor("h.txt", "1000000 qid:0 1:0.1 2:0.2 3:0.3"),
                       "--test", _letor("b.txt")), "exit 2"),
-        ("pm-perm rank", "feature id 2000000000 (a 4 GB dense matrix)",
+        ("pm-perm rank", "feature id 2000000000 (a dense matrix of 12 x 2e9 float64: 179 GiB)",
          lambda: _cli("rank", "--train", _letor("f.txt", "1 qid:0 1:0.1 2000000000:1"),
                       "--test", _letor("b.txt")), "exit 2"),
         ("pm-perm rank", "a feature value of 1e300",

@@ -464,7 +464,7 @@ def _check_extremes(f, X, y):
     """Reject legal-looking but unusable values with the file and line: relevance grades above
     ``MAX_LABEL``, features beyond ``MAX_FEATURE_ABS``, and feature ids so large that the dense
     feature matrix would exceed the memory budget (``PM_PERM_MEMORY_BUDGET``, default 2 GiB)."""
-    from pm_perm._memory import memory_budget
+    from pm_perm._memory import format_bytes, memory_budget
 
     if y.size and y.max() > MAX_LABEL:
         line = _line_number(f, int(np.argmax(y)))
@@ -484,8 +484,8 @@ def _check_extremes(f, X, y):
         row = int(np.searchsorted(X.indptr, int(np.argmax(X.indices)), side="right") - 1)
         raise ValueError(
             f"{f}:{_line_number(f, row)}: feature id {col + 1} makes the dense feature matrix "
-            f"{X.shape[0]} x {X.shape[1]} ({need / 2**30:.1f} GiB) exceed the memory budget "
-            f"({memory_budget() / 2**30:.1f} GiB, PM_PERM_MEMORY_BUDGET); renumber the "
+            f"{X.shape[0]} x {X.shape[1]} ({format_bytes(need)}) exceed the memory budget "
+            f"({format_bytes(memory_budget())}, PM_PERM_MEMORY_BUDGET); renumber the "
             "features densely (1..n_features)"
         )
 
