@@ -178,6 +178,34 @@ def test_orders_beyond_the_memory_budget_are_refused_before_they_are_built(tmp_p
     assert peak < 2_000_000  # stopped near the budget (reading all 400 orders peaks at 13 MB)
 
 
+def test_reading_peaks_at_two_copies_of_the_orders_table(tmp_path, monkeypatch):
+    """What the budget check counts (16 bytes per alternative and order) is what reading takes:
+    the distinct orders as bytes, then the array and RankingData's copy of it, with its checks'
+    temporaries in chunks (1 MiB here, 32 MiB by default). It was 4.2 copies (np.unique(axis=0)
+    and an unchunked sort of the whole table)."""
+    import functools
+    import tracemalloc
+
+    from pm_perm.rankings import data as rdata
+
+    monkeypatch.setattr(rdata, "_tied_rows",
+                        functools.partial(rdata._tied_rows, chunk_bytes=1 << 20))
+    M, n = 2000, 400
+    names = "".join(f"# ALTERNATIVE NAME {i}: a{i}\n" for i in range(1, M + 1))
+    p = tmp_path / "wide.soi"
+    p.write_text(f"# NUMBER ALTERNATIVES: {M}\n{names}"
+                 + "".join(f"1: {i}\n" for i in range(1, n + 1)))
+    read_preflib(p)  # imports and first calls outside the measurement
+    tracemalloc.start()
+    try:
+        data = read_preflib(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert data.orders.shape == (n, M)
+    assert peak < 2.4 * data.orders.nbytes, peak / data.orders.nbytes
+
+
 def test_duplicate_header_lines(tmp_path):
     p = _current(tmp_path, "soi", "2: 1\n1: 2")
     text = p.read_text()
