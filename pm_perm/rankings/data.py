@@ -278,16 +278,33 @@ def _as_counts(counts, n):
     return c.astype(np.int64)
 
 
+#: fixed odd multipliers of the row hash of _first_repeated_row (one per column, cycled)
+_ROW_HASH = np.random.default_rng(20261127).integers(1, 2**62, size=64, dtype=np.int64) | 1
+
+
 def _first_repeated_row(orders):
-    """Index of the first row of ``orders`` equal to an earlier row, or None: rows hashed one at
-    a time (O(n) extra memory, where ``np.unique(axis=0)`` sorted a copy of the whole table)."""
-    seen = {}
-    for i, row in enumerate(orders):
-        earlier = seen.setdefault(hash(row.tobytes()), [])
-        if any(np.array_equal(orders[j], row) for j in earlier):
-            return i
-        earlier.append(i)
-    return None
+    """Index of the first row of the int64 array ``orders`` (n, M) equal to an earlier row, or
+    None. Each row is hashed to one int64 (a dot product with fixed multipliers, wrapping), and
+    only rows with equal hashes are compared: O(n M) time and O(n) extra memory, where
+    ``np.unique(axis=0)`` sorted a copy of the whole table."""
+    n, M = orders.shape
+    if n < 2:
+        return None
+    weights = np.resize(_ROW_HASH, M)
+    h = orders @ weights  # integer products wrap silently, as a hash may
+    idx = np.argsort(h, kind="stable")
+    hs = h[idx]
+    starts = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    first = None
+    for s, size in zip(starts[sizes > 1], sizes[sizes > 1], strict=True):
+        group = idx[s:s + size]  # ascending row indices (stable sort)
+        for a, j in enumerate(group[1:], start=1):
+            if (first is None or j < first) and any(
+                    np.array_equal(orders[i], orders[j]) for i in group[:a]):
+                first = int(j)
+                break
+    return first
 
 
 def _check_total(counts):

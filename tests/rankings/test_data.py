@@ -454,3 +454,20 @@ def test_round_trip_every_real_file(shared_data, tmp_path):
         data = read_preflib(path)
         back = read_preflib(write_preflib(data, tmp_path / f"{path.stem}{path.suffix}"))
         assert back == data, path
+
+
+def test_repeated_row_check_matches_brute_force():
+    """RankingData's repeated-row check (a row hash, then exact comparison of rows with equal
+    hashes) against comparing every pair, on small tables with many repeats and collisions."""
+    from pm_perm.rankings.data import _first_repeated_row
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n, M = int(rng.integers(1, 30)), int(rng.integers(1, 6))
+        orders = rng.integers(-1, 3, size=(n, M)).astype(np.int64)
+        want = next((j for j in range(n) if any(np.array_equal(orders[i], orders[j])
+                                                for i in range(j))), None)
+        assert _first_repeated_row(orders) == want
+    with pytest.raises(ValueError, match="orders contain repeated rows"):
+        RankingData(np.array([[0, 1, 2], [1, 0, 2], [0, 1, 2]]), np.ones(3, dtype=np.int64),
+                    ("A", "B", "C"), "soc")
