@@ -22,13 +22,13 @@ from __future__ import annotations
 import atexit
 import collections
 import json
-import os
 import resource
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from _process_dump import dump_at_exit  # benchmarks/_process_dump.py
 
 _rows: list[tuple[str, float, float, float, float]] = []
 
@@ -50,15 +50,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def _write() -> None:
-    if not _rows:
-        return
-    from pm_perm._io import write_json  # at exit: the plugin itself does not import pm_perm
-
-    out = Path(os.environ.get("CPU_OUT", "outputs/cpu_by_test"))
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{os.getpid()}.json"
-    for problem in write_json(path, _rows):  # atomically: a reader never sees half a file
-        print(f"cpu_by_test: warning: {path}: {problem}", file=sys.stderr)
+    if _rows:
+        dump_at_exit("cpu_by_test", "CPU_OUT", _rows)
 
 
 atexit.register(_write)

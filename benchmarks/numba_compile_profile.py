@@ -23,10 +23,11 @@ from __future__ import annotations
 import atexit
 import collections
 import json
-import os
 import sys
 import time
 from pathlib import Path
+
+from _process_dump import dump_at_exit  # benchmarks/_process_dump.py
 
 _stack: list[list[float]] = []
 _exclusive: collections.Counter = collections.Counter()
@@ -67,17 +68,9 @@ def _install() -> None:
 
     @atexit.register
     def _dump():
-        out = Path(os.environ.get("NCP_OUT", "outputs/numba_compile_profile"))
-        out.mkdir(parents=True, exist_ok=True)
         data = {k: [_exclusive[k], _count[k]] for k in _exclusive}
         data["__tests__"] = dict(_by_test)
-        path = out / f"{os.getpid()}.json"
-        # imported here, after the profile is taken: the plugin loads before the tests and
-        # must not import pm_perm (nor count what that import may compile)
-        from pm_perm._io import write_json
-
-        for problem in write_json(path, data):  # atomically: a reader never sees half a file
-            print(f"numba_compile_profile: warning: {path}: {problem}", file=sys.stderr)
+        dump_at_exit("numba_compile_profile", "NCP_OUT", data)
 
 
 def _origin(name: str) -> str:

@@ -22,10 +22,11 @@ from __future__ import annotations
 import atexit
 import collections
 import json
-import os
 import sys
 import time
 from pathlib import Path
+
+from _process_dump import dump_at_exit  # benchmarks/_process_dump.py
 
 _acc: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0, 0.0])
 _current = {"test": "(outside tests)"}
@@ -61,15 +62,8 @@ def pytest_configure(config):
 
 
 def _write() -> None:
-    if not _acc:
-        return
-    from pm_perm._io import write_json  # at exit: the plugin itself does not import pm_perm
-
-    out = Path(os.environ.get("REWRITE_OUT", "outputs/rewrite_time"))
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{os.getpid()}.json"
-    for problem in write_json(path, dict(_acc)):  # atomically
-        print(f"rewrite_time: warning: {path}: {problem}", file=sys.stderr)
+    if _acc:
+        dump_at_exit("rewrite_time", "REWRITE_OUT", dict(_acc))
 
 
 atexit.register(_write)
