@@ -262,3 +262,21 @@ def test_valid_parameters_still_draw(family):
     for value in (draw(*params),  # numba backend (pm.draw's default)
                   op.rng_fn(np.random.default_rng(3), *dist_params(*params), None)):
         assert np.isfinite(logp(*params, np.asarray(value)))
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
+@pytest.mark.parametrize("make", [lambda w: PlackettLuce.dist(utilities=np.zeros(3), weights=w),
+                                  lambda w: PartialRanking.dist(logits=W3, weights=w)],
+                         ids=["PL", "PR"])
+def test_non_finite_symbolic_weights_refused_by_logp_and_draws(make, mode):
+    """The rank-form families' weights (e.g. pm.Data) set to inf or NaN: before, inf passed the
+    check ``w >= 0 & w == round(w)``, giving a NaN logp (and gradient), and the draws went on."""
+    w = pt.scalar("w")
+    d = make(w)
+    logp = pytensor.function([w], pm.logp(d, np.array([0, 1, 2])), mode=mode)
+    assert logp(2.0) == pytest.approx(-2 * np.log(6.0))
+    for bad in (np.inf, np.nan):
+        with pytest.raises(ParameterValueError, match="weights must be non-negative integers"):
+            logp(bad)
+        with pytest.raises(ValueError, match="weights must be non-negative integers"):
+            pm.draw(d, givens={w: np.float64(bad)}, mode=mode)

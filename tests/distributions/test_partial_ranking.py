@@ -229,19 +229,8 @@ def test_exported():
     assert pm_perm.distributions.PartialRanking is PartialRanking
 
 
-@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
-def test_non_finite_symbolic_weights_refused_by_logp_and_draws(mode):
-    # before: inf passed the check `w >= 0 & w == round(w)`: NaN logp and gradient, and the
-    # draws went on
-    w = pt.scalar("w")
-    d = PartialRanking.dist(logits=np.zeros((3, 3)), weights=w)
-    logp = pytensor.function([w], pm.logp(d, np.array([0, 1, 2])), mode=mode)
-    assert logp(2.0) == pytest.approx(-2 * np.log(6.0))
-    for bad in (np.inf, np.nan):
-        with pytest.raises(ParameterValueError, match="weights must be non-negative integers"):
-            logp(bad)
-        with pytest.raises(ValueError, match="weights must be non-negative integers"):
-            pm.draw(d, givens={w: np.float64(bad)}, mode=mode)
+def test_rng_fn_refuses_non_finite_weights():
+    # the symbolic paths: test_conformance.py, test_non_finite_symbolic_weights_refused_...
     with pytest.raises(ValueError, match="weights must be non-negative integers"):
         PartialRankingRV.rng_fn(np.random.default_rng(0), np.zeros((3, 3)), np.float64(np.inf),
                                 np.zeros(0), None)

@@ -137,24 +137,6 @@ def test_map_recovers_utilities_from_aggregated_ballots():
     np.testing.assert_allclose(est, true - true.mean(), atol=0.2)
 
 
-@pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
-def test_non_finite_symbolic_weights_refused_by_logp_and_draws(mode):
-    # before: inf passed the check `w >= 0 & w == round(w)`: NaN logp, and the draws went on
-    import pytensor
-    import pytensor.tensor as pt
-    from pymc.logprob.utils import ParameterValueError
-
-    w = pt.scalar("w")
-    d = pm_perm.PlackettLuce.dist(utilities=np.zeros(3), weights=w)
-    logp = pytensor.function([w], pm.logp(d, np.array([0, 1, 2])), mode=mode)
-    assert logp(2.0) == pytest.approx(-2 * np.log(6.0))
-    for bad in (np.inf, np.nan):
-        with pytest.raises(ParameterValueError, match="weights must be non-negative integers"):
-            logp(bad)
-        with pytest.raises(ValueError, match="weights must be non-negative integers"):
-            pm.draw(d, givens={w: np.float64(bad)}, mode=mode)
-
-
 def test_non_finite_weights_in_a_model_give_minus_inf_not_nan():
     import pytensor.tensor as pt
 
