@@ -45,6 +45,7 @@ import math
 import numpy as np
 from numba import carray
 
+from pm_perm._memory import format_bytes, memory_budget
 from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_square_logits, check_weights, finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
@@ -55,7 +56,6 @@ from pm_perm.kernels.permanent import (
     _popcount,
     _workspace,
     log_permanent_and_marginals_core,
-    memory_budget,
 )
 from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
 
@@ -95,8 +95,8 @@ def check_partial_order_size(M: int) -> None:
     budget = memory_budget()
     if need > budget:
         raise ValueError(
-            f"the exact partial-order likelihood of M = {M} items needs {need / 2**30:.2f} GiB "
-            f"for its tables, more than the memory budget of {budget / 2**30:.2f} GiB. Raise "
+            f"the exact partial-order likelihood of M = {M} items needs {format_bytes(need)} "
+            f"for its tables, more than the memory budget of {format_bytes(budget)}. Raise "
             f"PM_PERM_MEMORY_BUDGET (bytes) if the machine has the memory. {alternatives}"
         )
 

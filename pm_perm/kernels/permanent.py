@@ -39,7 +39,7 @@ import numpy as np
 from numba import carray, objmode, types
 from numba.core.types import ExternalFunction
 
-from pm_perm._memory import memory_budget
+from pm_perm._memory import format_bytes, memory_budget
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
 from pm_perm.kernels._checks import (
@@ -113,8 +113,8 @@ def check_exact_size(M: int) -> None:
     budget = memory_budget()
     if need > budget:
         raise ValueError(
-            f"the exact permanent at M = {M} needs {need / 2**30:.2f} GiB for its table, more than "
-            f"the memory budget of {budget / 2**30:.2f} GiB. Raise PM_PERM_MEMORY_BUDGET (bytes) "
+            f"the exact permanent at M = {M} needs {format_bytes(need)} for its table, more than "
+            f"the memory budget of {format_bytes(budget)}. Raise PM_PERM_MEMORY_BUDGET (bytes) "
             "if the machine has the memory." + _glynn_advice(M) + _APPROX
         )
 
