@@ -182,6 +182,14 @@ def _pl_weights_set_to_inf():
     return model.compile_logp()({})
 
 
+def _pl_no_item():
+    """PlackettLuce's logp with utilities whose length (0) is known only at run time."""
+    from pm_perm import PlackettLuce
+
+    u, y = pt.vector("u"), pt.lvector("y")
+    return pm.logp(PlackettLuce.dist(u), y).eval({u: np.zeros(0), y: np.zeros(0, np.int64)})
+
+
 def _swap_step_bad_start():
     """The swap step built at a start value that is not a permutation (as ``pm.sample`` with
     ``initvals={"y": [0, 0, 1]}`` builds it)."""
@@ -419,6 +427,8 @@ def _cases():
                          np.array([2, 0, 1])).eval(), "ParameterValueError"),
         ("PermutationExpFamily", "logits of shape (0, 0)",
          lambda: PermutationExpFamily.dist(np.zeros((0, 0))), "ValueError"),
+        ("PlackettLuce", "utilities of length 0 known only at run time (a symbolic vector)",
+         _pl_no_item, "ParameterValueError"),
         ("PrefLib reader", "a header declaring 1000000000 alternatives and naming 3",
          lambda: read_preflib(_preflib("huge.soc", "# NUMBER ALTERNATIVES: 1000000000\n"
                                        + "".join(f"# ALTERNATIVE NAME {i}: {c}\n"

@@ -25,7 +25,7 @@ def _static_shape(x):
 def refuse_empty(dist_name, name, x, core_ndim):
     """Raise ``ValueError`` when the tensor ``x`` (a parameter of core shape ``(M,)`` or
     ``(M, M)``: ``core_ndim`` 1 or 2) has a static M of 0: no item to rank. An M known only at
-    run time is not checked here."""
+    run time is checked by the logp (a parameter check) and the draws."""
     if 0 in x.type.shape[x.type.ndim - core_ndim:]:
         core = "(..., M)" if core_ndim == 1 else "(..., M, M)"
         raise ValueError(f"{dist_name}: {name} must have shape {core} with M >= 1 (at least one "

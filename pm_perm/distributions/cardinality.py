@@ -14,6 +14,8 @@ Value conventions
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -222,8 +224,9 @@ class ConditionalBernoulliRV(RandomVariable):
     def rng_fn(cls, rng, logits, k, size):
         batch = np.broadcast_shapes(logits.shape[:-1], np.shape(k)) if size is None else size
         D = logits.shape[-1]
-        th = np.broadcast_to(logits, (*batch, D)).reshape(-1, D)
-        kk = np.broadcast_to(k, batch).reshape(-1)
+        n = math.prod(batch)  # not -1: D may be 0 (no label; the numba draws give (*batch, 0))
+        th = np.broadcast_to(logits, (*batch, D)).reshape(n, D)
+        kk = np.broadcast_to(k, batch).reshape(n)
         out = np.empty(th.shape, dtype=np.int64)
         for i in range(th.shape[0]):
             row = c_array(th[i])
@@ -406,8 +409,9 @@ class NChooseKRV(RandomVariable):
         D = logits.shape[-1]
         if count_probs.shape[-1] != D + 1:
             raise ValueError(f"NChooseK: count_probs must have D + 1 = {D + 1} entries")
-        th = np.broadcast_to(logits, (*batch, D)).reshape(-1, D)
-        pk = np.broadcast_to(count_probs, (*batch, D + 1)).reshape(-1, D + 1)
+        n = math.prod(batch)  # not -1: D may be 0
+        th = np.broadcast_to(logits, (*batch, D)).reshape(n, D)
+        pk = np.broadcast_to(count_probs, (*batch, D + 1)).reshape(n, D + 1)
         out = np.empty(th.shape, dtype=np.int64)
         for i in range(th.shape[0]):
             th_i, pk_i = c_array(th[i]), c_array(pk[i])
@@ -555,9 +559,10 @@ class OrdinalNChooseKRV(RandomVariable):
         )
         D = logits.shape[-1]
         R = count_probs.shape[-2]
-        th = np.broadcast_to(logits, (*batch, D)).reshape(-1, D)
-        pk = np.broadcast_to(count_probs, (*batch, R, D + 1)).reshape(-1, R, D + 1)
-        up = np.broadcast_to(use_prior, batch).reshape(-1)
+        n = math.prod(batch)  # not -1: D may be 0
+        th = np.broadcast_to(logits, (*batch, D)).reshape(n, D)
+        pk = np.broadcast_to(count_probs, (*batch, R, D + 1)).reshape(n, R, D + 1)
+        up = np.broadcast_to(use_prior, batch).reshape(n)
         out = np.empty(th.shape, dtype=np.int64)
         for i in range(th.shape[0]):
             if not up[i]:

@@ -22,7 +22,7 @@ from pm_perm.distributions.cardinality import _select_last
 from pm_perm.distributions.permutation import permutation_draw_numba
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
-from pm_perm.kernels.permanent import sample_permutations
+from pm_perm.kernels.permanent import DRAW_ERRORS, sample_permutations
 from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.partial_orders import partial_order_loglik
@@ -273,10 +273,14 @@ class PartialRanking(pm.Discrete):
             # one W (PyMC hands it over with the batch dims of the value, of length 1): every
             # row shares one suffix table
             W = pt.squeeze(logits, axis=batch_axes) if batch_axes else logits
-            lp = partial_order_loglik(W, value.reshape((-1, M))).reshape(value.shape[:-1])
+            n = pt.prod(value.shape[:-1], dtype="int64")  # not -1: M may be 0 at run time
+            lp = partial_order_loglik(W, value.reshape((n, M))).reshape(value.shape[:-1])
         else:  # a logits matrix per row: one table per row
             lp = partial_order_loglik(logits, value[..., None, :])[..., 0]
         checks = [  # (condition, message): one message per parameter
+            # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a
+            # static one)
+            (pt.ge(M, 1), DRAW_ERRORS[1]),
             (pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),
              "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)"),
             (pt.all(pt.isfinite(weights) & pt.ge(weights, 0.0)

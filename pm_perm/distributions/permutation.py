@@ -385,7 +385,8 @@ class PermutationExpFamily(pm.Discrete):
         weights are too spread for the sampler's work budget ``max_work``. With every method,
         logits that admit no permutation fail the parameter check of ``logp``
         (``ParameterValueError``; ``-inf`` inside a model) and draws raise ``ValueError``.
-        ``dist`` refuses ``M = 0`` (no item) when the shape is known.
+        ``dist`` refuses ``M = 0`` (no item) when the shape is known; an ``M = 0`` known only
+        at run time fails logp's parameter check and the draws, as above.
     max_work : int, default 1e8 (``HUBER_LAW_MAX_WORK``)
         ``method="bethe"`` only: the work budget of one exact Huber-Law draw, in trials x M^2
         elementary steps (about 1-5 s on one core; 2,500 trials at M = 200, capped at
@@ -485,6 +486,8 @@ def _logp(value, logits, log_z):
     score = pt.sum(pt.switch(onehot, logits, 0.0), axis=(-2, -1))
     is_perm = pt.all(pt.eq(pt.sort(value, axis=-1), cols), axis=-1)
     lp = pt.switch(is_perm, score - log_z, -np.inf)
+    # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a static one)
+    lp = check_parameters(lp, pt.ge(M, 1), msg=DRAW_ERRORS[1])
     lp = check_parameters(
         lp,
         pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),

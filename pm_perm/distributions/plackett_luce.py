@@ -256,13 +256,16 @@ class PlackettLuce(pm.Discrete):
         u = utilities
         if all(utilities.type.broadcastable[:-1]):  # one utilities vector (PyMC may expand dims)
             u = utilities[(0,) * (utilities.type.ndim - 1)]
-            ll = plackett_luce_loglik(u, value.reshape((-1, M))).reshape(value.shape[:-1])
+            n = pt.prod(value.shape[:-1], dtype="int64")  # not -1: M may be 0 at run time
+            ll = plackett_luce_loglik(u, value.reshape((n, M))).reshape(value.shape[:-1])
         else:  # one order per utilities row
             ll = plackett_luce_loglik(utilities, value[..., None, :])[..., 0]
-        conditions = [pt.all(pt.isfinite(utilities)),
+        # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a
+        # static one)
+        conditions = [pt.ge(M, 1), pt.all(pt.isfinite(utilities)),
                       pt.all(pt.isfinite(weights) & pt.ge(weights, 0)
                              & pt.eq(weights, pt.round(weights)))]
-        msgs = ["utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
+        msgs = [PL_DRAW_ERRORS[5], "utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
         if length_probs.type.shape[-1] != 0:
             k = pt.sum(pt.ge(value, 0), axis=-1)
             pk = pt.sum(length_probs * pt.eq(pt.arange(length_probs.shape[-1]), k[..., None]),

@@ -354,8 +354,10 @@ def fuse_plackett_luce_loglik_and_vjp(fgraph, node):
             fused = PlackettLuceLoglikAndVJP()
             fused = fused if not isinstance(node.op, Blockwise) else Blockwise(fused)
             values, grad = fused(u, orders, g)
-            if (values.type != client.outputs[0].type
-                    or grad.type != node.outputs[0].type):
+            # the fused node's types may be more specific (orders folded to a constant after
+            # the forward node was built), never less
+            if not (client.outputs[0].type.is_super(values.type)
+                    and node.outputs[0].type.is_super(grad.type)):
                 return None
             return {node.outputs[0]: grad, client.outputs[0]: values}
     return None

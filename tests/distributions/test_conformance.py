@@ -280,3 +280,61 @@ def test_non_finite_symbolic_weights_refused_by_logp_and_draws(make, mode):
             logp(bad)
         with pytest.raises(ValueError, match="weights must be non-negative integers"):
             pm.draw(d, givens={w: np.float64(bad)}, mode=mode)
+
+
+
+def _no_item_cases():
+    """(name, symbolic dist, its parameter, value at M = 0, logp message or None)."""
+    W, u, th = pt.matrix("W"), pt.vector("u"), pt.vector("th")
+    return [
+        ("exact", PermutationExpFamily.dist(W), W, np.zeros((0, 0)), "logits must be a square"),
+        ("PR", PartialRanking.dist(W), W, np.zeros((0, 0)), "logits must be a square"),
+        ("PL", PlackettLuce.dist(u), u, np.zeros(0), "utilities must have M >= 1 items"),
+        ("CB", ConditionalBernoulli.dist(th, 0), th, np.zeros(0), None),
+        ("NChooseK", NChooseK.dist(th, np.ones(1)), th, np.zeros(0), None),
+        ("Ordinal", OrdinalNChooseK.dist(th, count_probs=np.ones((3, 1))), th, np.zeros(0), None),
+    ]
+
+
+def test_no_item_known_only_at_run_time():
+    """M = 0 items, known only at run time (``dist`` refuses a static M = 0), on the Python draw
+    path. The permutation families' logp refuses it with their draws' message; before,
+    PermutationExpFamily's logp returned 0 while its draws refused M = 0, and PlackettLuce's and
+    PartialRanking's logp failed inside PyTensor ("cannot reshape array of size 0"). The count
+    families take an empty label vector (count 0, logp 0), as their numba draws did; before,
+    their Python draws failed in a reshape."""
+    for name, dist, param, value, msg in _no_item_cases():
+        y = pt.lvector("y")
+        logp = pytensor.function([param, y], pm.logp(dist, y), mode="FAST_COMPILE")
+        draw = pytensor.function([param], dist, mode="FAST_COMPILE")
+        empty = np.zeros(0, dtype=np.int64)
+        if msg is None:
+            assert logp(value, empty) == 0.0, name
+            assert draw(value).shape == (0,), name
+        else:
+            with pytest.raises(ParameterValueError, match=msg):
+                logp(value, empty)
+            with pytest.raises(ValueError, match="M >= 1"):  # the draw paths' own words
+                draw(value)
+
+
+@pytest.mark.slow  # a numba graph of its own: 12 s on empty caches (1 s warm); the cause
+@pytest.mark.numba  # is the reshape the test above covers on the Python linker
+def test_no_item_known_only_at_run_time_on_numba():
+    """The same logps on PyTensor's numba backend, where PlackettLuce's and PartialRanking's
+    failed with "DimShuffle: Attempting to squeeze axes with size not equal to one". Each call
+    gives one family no item and the others three."""
+    params = [pt.matrix("W1"), pt.matrix("W2"), pt.vector("u")]
+    dists = [PermutationExpFamily.dist(params[0]), PartialRanking.dist(params[1]),
+             PlackettLuce.dist(params[2])]
+    ys = [pt.lvector(f"y{i}") for i in range(3)]
+    logp = pytensor.function([*params, *ys],
+                             [pm.logp(d, y) for d, y in zip(dists, ys, strict=True)], mode="NUMBA")
+    full = [np.zeros((3, 3)), np.zeros((3, 3)), np.zeros(3)]
+    assert np.allclose(logp(*full, *[np.arange(3)] * 3), -np.log(6.0))
+    msgs = ["logits must be a square", "logits must be a square", "utilities must have M >= 1"]
+    for i, msg in enumerate(msgs):
+        values = [np.zeros((0,) * p.ndim) if j == i else full[j] for j, p in enumerate(params)]
+        ys_i = [np.zeros(0, dtype=np.int64) if j == i else np.arange(3) for j in range(3)]
+        with pytest.raises(ParameterValueError, match=msg):
+            logp(*values, *ys_i)
