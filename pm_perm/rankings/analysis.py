@@ -2,8 +2,9 @@
 
 Every function takes the posterior as returned by
 :func:`pm_perm.rankings.models.posterior_params` (``params``: W (S, K, M, M) or Plackett-Luce
-u (S, K, M); ``weights`` (S, K); ``length_probs`` (S, M + 1); S = 1 for a MAP point) and the
-model ``family``. Rank form as in :class:`~pm_perm.rankings.data.RankingData`.
+u (S, K, M); ``weights`` (S, K), each row a probability vector; ``length_probs`` (S, M + 1);
+S = 1 for a MAP point) and the model ``family``; a ``post`` built by hand whose shapes or weights
+are not these raises ``ValueError``. Rank form as in :class:`~pm_perm.rankings.data.RankingData`.
 
 Exact where cheap: item-position marginals of a W model are the permutation marginals of each
 draw's W (subset DP, O(M 2^M) per matrix), averaged over draws and mixture weights. Quantities
@@ -35,8 +36,9 @@ __all__ = [
 
 def _check_post(post, family):
     """Raise unless ``family`` is a valid name, ``post["params"]`` has its shape and
-    ``post["weights"]`` one weight per component."""
-    from pm_perm.rankings.models import _check_family
+    ``post["weights"]`` one probability vector of mixture weights per draw (as
+    :func:`~pm_perm.rankings.models.posterior_params` checks them)."""
+    from pm_perm.rankings.models import _check_family, _check_probability_vectors
 
     _check_family(family)
     shape = np.shape(post["params"])
@@ -50,6 +52,7 @@ def _check_post(post, family):
     if w_shape != shape[:2]:
         raise ValueError(f"post['weights'] must have shape (S, K) = {shape[:2]} (one mixture "
                          f"weight per component of post['params']); got {w_shape}")
+    _check_probability_vectors("post['weights']", np.asarray(post["weights"], dtype=np.float64))
 
 
 def _model_kwargs(family, params, weights):

@@ -11,6 +11,7 @@ from pm_perm.rankings.analysis import (
     pairwise_probabilities,
     position_marginals,
     ppc_summary,
+    sample_rankings,
     top_k_probabilities,
 )
 from pm_perm.rankings.synthetic import simulate_rankings
@@ -176,6 +177,22 @@ def test_params_of_another_family_or_weights_of_another_k_are_refused(mixture_po
     one_weight = {**mixture_post, "weights": np.ones((3, 1))}
     with pytest.raises(ValueError, match=r"post\['weights'\] must have shape \(S, K\) = \(3, 2\)"):
         position_marginals(one_weight, "full")
+
+
+@pytest.mark.parametrize("bad", [[0.7, 0.7], [1.2, -0.2], [np.nan, 1.0]])
+def test_mixture_weights_must_be_probability_vectors(mixture_post, bad):
+    """As posterior_params refuses them. Before, one draw's weights summing to 1.4 gave position
+    marginals whose rows summed to 1.13, NaN weights NaN marginals, and a negative weight a
+    consensus from NaN log-probabilities, all without an error."""
+    w = np.array(mixture_post["weights"], dtype=float)
+    w[1] = bad
+    post = {**mixture_post, "weights": w}
+    for call in (lambda: position_marginals(post, "full"),
+                 lambda: consensus_posterior(post, "full"),
+                 lambda: sample_rankings(post, "full", 2, rng=0)):
+        with pytest.raises(ValueError, match=r"post\['weights'\] \(draw 1\) is .*: it must be "
+                                             r"non-negative and sum to 1"):
+            call()
 
 
 @pytest.mark.parametrize("k", [-1, 0, M + 1, 1.5, True])
