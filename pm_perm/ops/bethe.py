@@ -20,7 +20,6 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.kernels._checks import finite_or_minus_inf
 from pm_perm.kernels._version import code_version
@@ -32,6 +31,7 @@ from pm_perm.kernels.bethe import (
     _run,
     make_bethe_op_kernel,
 )
+from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -112,7 +112,7 @@ class BetheLogPermanent(Op):
     def pullback(self, inputs, outputs, cotangents):
         (W,) = inputs
         (g,) = cotangents
-        marg = Blockwise(BetheMarginals(self.tol, self.max_iter))(W)
+        marg = EmptyBatchBlockwise(BetheMarginals(self.tol, self.max_iter))(W)
         return [g[..., None, None] * marg]
 
 
@@ -157,7 +157,7 @@ class BetheLogPermanentAndMarginals(Op):
         return [g_v[..., None, None] * outputs[1]]
 
 
-_bethe_both = Blockwise(BetheLogPermanentAndMarginals())
+_bethe_both = EmptyBatchBlockwise(BetheLogPermanentAndMarginals())
 
 
 def bethe_log_permanent(W):
@@ -168,7 +168,7 @@ def bethe_log_permanent(W):
     return _bethe_both(W)[0]
 
 
-bethe_marginals = Blockwise(BetheMarginals())
+bethe_marginals = EmptyBatchBlockwise(BetheMarginals())
 
 # ----------------------------------------------------------------------------- numba
 # The compiled graphs call the Bethe kernel through a C symbol (see pm_perm.ops._extern): its code
@@ -271,3 +271,7 @@ def _numba_bethe_both(op, node, **kwargs):
 
     bethe_both_numba.handles_out = True
     return bethe_both_numba, _VERSION
+
+
+# gradient graphs vectorise these core Ops into EmptyBatchBlockwise (pm_perm.ops._blockwise)
+register_core_ops(BetheMarginals, BetheLogPermanent, BetheLogPermanentAndMarginals)

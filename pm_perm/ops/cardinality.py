@@ -41,6 +41,7 @@ from pm_perm.kernels.cardinality import (
     log_esp_core,
     make_esp_op_kernel,
 )
+from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -156,7 +157,7 @@ class ConditionalCovarianceDot(Op):
         ]
 
 
-_cov_dot = Blockwise(ConditionalCovarianceDot())
+_cov_dot = EmptyBatchBlockwise(ConditionalCovarianceDot())
 
 
 class LogESP(Op):
@@ -188,8 +189,8 @@ class LogESP(Op):
         return [g[..., None] * conditional_marginals(theta, k), disconnected_type()]
 
 
-_log_esp_both = Blockwise(LogESPAndMarginals())
-_log_esp_value = Blockwise(LogESP())
+_log_esp_both = EmptyBatchBlockwise(LogESPAndMarginals())
+_log_esp_value = EmptyBatchBlockwise(LogESP())
 
 
 @register_specialize
@@ -355,3 +356,7 @@ class _LengthError(StatusError):
     """The numba implementations' shape error (see :class:`StatusError`)."""
 
     messages = ((ValueError, ""), (ValueError, "theta and v must have the same length"))
+
+
+# gradient graphs vectorise these core Ops into EmptyBatchBlockwise (pm_perm.ops._blockwise)
+register_core_ops(LogESPAndMarginals, ConditionalCovarianceDot, LogESP)

@@ -13,10 +13,10 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.assignment import MATCHING_ERRORS, make_matching_kernel
+from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import (
     StatusError,
     c_contiguous_out,
@@ -106,4 +106,8 @@ def _numba_max_weight_matching(op, node, **kwargs):
 
 def max_weight_matching(W):
     """Symbolic max-weight matching of logits ``W`` (..., M, M) -> (..., M) int64."""
-    return Blockwise(MaxWeightMatching())(W)
+    return EmptyBatchBlockwise(MaxWeightMatching())(W)
+
+
+# gradient graphs vectorise these core Ops into EmptyBatchBlockwise (pm_perm.ops._blockwise)
+register_core_ops(MaxWeightMatching)

@@ -42,6 +42,7 @@ from pm_perm.kernels.partial_orders import (
     make_partial_orders_op_kernel,
 )
 from pm_perm.kernels.permanent import EXACT_MAX_M
+from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -237,8 +238,8 @@ class PartialOrderLoglikAndGrad(_PartialOrderOp):
                 for i, x in enumerate(inputs)]
 
 
-_loglik = Blockwise(PartialOrderLoglik())
-_sum_and_grad = Blockwise(PartialOrderLoglikSumAndGrad())
+_loglik = EmptyBatchBlockwise(PartialOrderLoglik())
+_sum_and_grad = EmptyBatchBlockwise(PartialOrderLoglikSumAndGrad())
 
 
 # ----------------------------------------------------------------------------- the kernel
@@ -381,7 +382,7 @@ def local_partial_order_sum_value_only(fgraph, node):
         return None
     if fgraph.clients.get(node.outputs[1]):
         return None
-    new = Blockwise(PartialOrderLoglikSum(node.op.core_op.max_m))(*node.inputs)
+    new = EmptyBatchBlockwise(PartialOrderLoglikSum(node.op.core_op.max_m))(*node.inputs)
     copy_stack_trace(node.outputs[0], new)
     return {node.outputs[0]: new}
 
@@ -415,7 +416,7 @@ def local_fuse_partial_order_loglik_and_grad(fgraph, node):
             continue
         if loglik.outputs[0] in ancestors([g]):
             continue  # the weights depend on the values: they must come first
-        fused = Blockwise(PartialOrderLoglikAndGrad(node.op.core_op.max_m))
+        fused = EmptyBatchBlockwise(PartialOrderLoglikAndGrad(node.op.core_op.max_m))
         values, grad = fused(W, orders, g)
         return {loglik.outputs[0]: values, node.outputs[1]: grad}
     return None
@@ -449,3 +450,8 @@ def partial_order_loglik_sum(logits, orders, counts):
         skipped, so an impossible order of count 0 does not make the sum NaN).
     """
     return _sum_and_grad(logits, orders, counts)[0]
+
+
+# gradient graphs vectorise these core Ops into EmptyBatchBlockwise (pm_perm.ops._blockwise)
+register_core_ops(PartialOrderLoglik, PartialOrderLoglikSumAndGrad, PartialOrderLoglikSum,
+                  PartialOrderLoglikAndGrad)

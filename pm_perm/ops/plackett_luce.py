@@ -38,6 +38,7 @@ from pm_perm.kernels.plackett_luce import (
     make_plackett_luce_op_kernel,
 )
 from pm_perm.kernels.rank_form import validate_orders
+from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -352,7 +353,7 @@ def fuse_plackett_luce_loglik_and_vjp(fgraph, node):
                 # fusing would make the graph cyclic, so the two nodes stay apart
                 return None
             fused = PlackettLuceLoglikAndVJP()
-            fused = fused if not isinstance(node.op, Blockwise) else Blockwise(fused)
+            fused = fused if not isinstance(node.op, Blockwise) else EmptyBatchBlockwise(fused)
             values, grad = fused(u, orders, g)
             # the fused node's types may be more specific (orders folded to a constant after
             # the forward node was built), never less
@@ -382,7 +383,7 @@ def plackett_luce_loglik(utilities, orders):
     Differentiable in ``utilities``; O(n M) per utilities vector. Constant ``orders`` are
     validated when the graph is built (``ValueError`` naming the first invalid row).
     """
-    return Blockwise(PlackettLuceLoglik())(utilities, _orders(orders, utilities))
+    return EmptyBatchBlockwise(PlackettLuceLoglik())(utilities, _orders(orders, utilities))
 
 
 def plackett_luce_loglik_sum(utilities, orders, counts):
@@ -390,4 +391,10 @@ def plackett_luce_loglik_sum(utilities, orders, counts):
 
     Value and gradient come from one O(n M) pass (the Op's second output).
     """
-    return Blockwise(PlackettLuceLoglikSum())(utilities, _orders(orders, utilities), counts)[0]
+    loglik_sum = EmptyBatchBlockwise(PlackettLuceLoglikSum())
+    return loglik_sum(utilities, _orders(orders, utilities), counts)[0]
+
+
+# gradient graphs vectorise these core Ops into EmptyBatchBlockwise (pm_perm.ops._blockwise)
+register_core_ops(PlackettLuceLoglik, PlackettLuceLoglikVJP, PlackettLuceLoglikAndVJP,
+                  PlackettLuceLoglikSum)

@@ -318,6 +318,28 @@ def test_no_item_known_only_at_run_time():
                 draw(value)
 
 
+ZERO_OBSERVATIONS = {  # family -> (dist, width of a value)
+    "exact": (lambda: PermutationExpFamily.dist(W3), 3),
+    "bethe": (lambda: PermutationExpFamily.dist(W3, method="bethe"), 3),
+    "PR": (lambda: PartialRanking.dist(W3), 3),
+    "PL": (lambda: PlackettLuce.dist(U3), 3),
+    "CB": (lambda: ConditionalBernoulli.dist(TH, 2), 4),
+    "NChooseK": (lambda: NChooseK.dist(TH, CP), 4),
+    "Ordinal": (lambda: OrdinalNChooseK.dist(TH, count_probs=ORD_CP), 4),
+}
+
+
+@pytest.mark.parametrize("family", list(ZERO_OBSERVATIONS))
+def test_zero_observations_on_the_python_linker(family):
+    """logp of zero observed values is an empty array; before, NChooseK's and OrdinalNChooseK's
+    failed on the Python linker (PyTensor's Blockwise and an empty batch; pm_perm.ops._blockwise).
+    """
+    make, width = ZERO_OBSERVATIONS[family]
+    y = pt.lmatrix("y")
+    logp = pytensor.function([y], pm.logp(make(), y), mode="FAST_COMPILE")
+    assert logp(np.zeros((0, width), dtype=np.int64)).shape == (0,)
+
+
 @pytest.mark.slow  # a numba graph of its own: 12 s on empty caches (1 s warm); the cause
 @pytest.mark.numba  # is the reshape the test above covers on the Python linker
 def test_no_item_known_only_at_run_time_on_numba():

@@ -1,0 +1,62 @@
+"""The ``Blockwise`` of pm_perm's Ops: PyTensor's, plus empty batches on the Python linker.
+
+PyTensor's ``Blockwise.perform`` (the Python linker: pm_perm's MAP fits, ``FAST_COMPILE``)
+loops over the batch with ``np.vectorize`` machinery that raises ``NotImplementedError:
+vectorize with zero size not implemented`` when a batch dimension is 0: a logp over zero
+observations with one parameter row each, zero posterior draws, an empty fold.
+:class:`EmptyBatchBlockwise` returns the empty outputs instead: shape ``batch + core``, each
+output core dimension sized by the input core dimension of the same name in the Op's
+``gufunc_signature``. Numba and JAX compile it as PyTensor's ``Blockwise`` (they handle empty
+batches themselves).
+
+Every pm_perm core Op class wrapped this way is registered with :func:`register_core_ops`, so
+that the gradient graphs PyTensor vectorises from a core Op's pullback use it too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pytensor.graph.replace import _vectorize_node
+from pytensor.tensor.blockwise import Blockwise
+
+__all__ = ["EmptyBatchBlockwise", "register_core_ops"]
+
+
+class EmptyBatchBlockwise(Blockwise):
+    """PyTensor's ``Blockwise``; on the Python linker an empty batch gives empty outputs.
+
+    Cost: one ``np.broadcast_shapes`` of the batch shapes per call on the Python linker;
+    nothing on the compiled backends.
+    """
+
+    def _create_node_gufunc(self, node, impl):
+        loop = super()._create_node_gufunc(node, impl)
+        batch_ndim = self.batch_ndim(node)
+        inputs_sig, outputs_sig = self.inputs_sig, self.outputs_sig
+        dtypes = [out.type.dtype for out in node.outputs]
+
+        def gufunc(*inputs):
+            batch = np.broadcast_shapes(*(np.shape(x)[:batch_ndim] for x in inputs))
+            if 0 not in batch:
+                return loop(*inputs)
+            self._check_runtime_broadcast(node, inputs)
+            sizes = {}
+            for sig, x in zip(inputs_sig, inputs, strict=True):
+                sizes.update(zip(sig, np.shape(x)[batch_ndim:], strict=True))
+            if any(dim not in sizes for sig in outputs_sig for dim in sig):
+                return loop(*inputs)  # an output dimension no input names: PyTensor's error
+            return tuple(np.empty(batch + tuple(sizes[dim] for dim in sig), dtype=dtype)
+                         for sig, dtype in zip(outputs_sig, dtypes, strict=True))
+
+        return gufunc
+
+
+def _vectorize_core(op, node, *batched_inputs):
+    return EmptyBatchBlockwise(op).make_node(*batched_inputs)
+
+
+def register_core_ops(*op_classes):
+    """Vectorise these core Op classes (gradient graphs, ``vectorize_graph``) into this
+    module's :class:`EmptyBatchBlockwise` instead of PyTensor's ``Blockwise``."""
+    for cls in op_classes:
+        _vectorize_node.register(cls, _vectorize_core)
