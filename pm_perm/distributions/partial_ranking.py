@@ -19,10 +19,10 @@ from pytensor.tensor.random.op import RandomVariable
 from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
 from pm_perm.distributions._values import integer_rows
 from pm_perm.distributions.cardinality import _select_last
-from pm_perm.distributions.permutation import permutation_draw_numba
+from pm_perm.distributions.permutation import NO_ITEM_MSG, permutation_draw_numba
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
-from pm_perm.kernels.permanent import DRAW_ERRORS, sample_permutations
+from pm_perm.kernels.permanent import sample_permutations
 from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.partial_orders import partial_order_loglik
@@ -280,7 +280,7 @@ class PartialRanking(pm.Discrete):
         checks = [  # (condition, message): one message per parameter
             # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a
             # static one)
-            (pt.ge(M, 1), DRAW_ERRORS[1]),
+            (pt.ge(M, 1), NO_ITEM_MSG),
             (pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),
              "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)"),
             (pt.all(pt.isfinite(weights) & pt.ge(weights, 0.0)

@@ -57,6 +57,8 @@ from pm_perm.ops.permanent import exact_max_m, log_permanent
 
 # a float64 constant: a Python float would be tried as float32 first (overflow warning)
 _ABS_MAX = pt.constant(LOGIT_ABS_MAX, dtype="float64")
+# logp's message for M = 0 known only at run time: the exact sampler's (status 1)
+NO_ITEM_MSG = DRAW_ERRORS[1]
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
@@ -487,7 +489,7 @@ def _logp(value, logits, log_z):
     is_perm = pt.all(pt.eq(pt.sort(value, axis=-1), cols), axis=-1)
     lp = pt.switch(is_perm, score - log_z, -np.inf)
     # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a static one)
-    lp = check_parameters(lp, pt.ge(M, 1), msg=DRAW_ERRORS[1])
+    lp = check_parameters(lp, pt.ge(M, 1), msg=NO_ITEM_MSG)
     lp = check_parameters(
         lp,
         pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),

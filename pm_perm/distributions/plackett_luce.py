@@ -42,6 +42,7 @@ _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._v
 __all__ = ["PlackettLuce", "PlackettLuceRV"]
 
 _WEIGHTS_MSG = "weights must be non-negative integers (ballots per distinct order)"
+_NO_ITEM_MSG = PL_DRAW_ERRORS[5]  # the sampler's (status 5): logp's for M = 0 at run time
 _LENGTH_MSG = ("length_probs must have M + 1 non-negative entries summing to 1 (probabilities of "
                "ranking k = 0..M items)")
 
@@ -265,7 +266,7 @@ class PlackettLuce(pm.Discrete):
         conditions = [pt.ge(M, 1), pt.all(pt.isfinite(utilities)),
                       pt.all(pt.isfinite(weights) & pt.ge(weights, 0)
                              & pt.eq(weights, pt.round(weights)))]
-        msgs = [PL_DRAW_ERRORS[5], "utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
+        msgs = [_NO_ITEM_MSG, "utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
         if length_probs.type.shape[-1] != 0:
             k = pt.sum(pt.ge(value, 0), axis=-1)
             pk = pt.sum(length_probs * pt.eq(pt.arange(length_probs.shape[-1]), k[..., None]),
