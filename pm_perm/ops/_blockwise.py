@@ -36,7 +36,10 @@ class EmptyBatchBlockwise(Blockwise):
         dtypes = [out.type.dtype for out in node.outputs]
 
         def gufunc(*inputs):
-            batch = np.broadcast_shapes(*(np.shape(x)[:batch_ndim] for x in inputs))
+            try:
+                batch = np.broadcast_shapes(*(np.shape(x)[:batch_ndim] for x in inputs))
+            except ValueError:  # batch shapes that do not broadcast: PyTensor's error
+                return loop(*inputs)
             if 0 not in batch:
                 return loop(*inputs)
             self._check_runtime_broadcast(node, inputs)

@@ -44,3 +44,13 @@ def test_empty_batch_on_the_python_linker(name):
         grad = pytensor.function(inputs, pt.grad(pt.sum(out), wrt), mode="FAST_COMPILE")(*values)
         assert grad.shape == values[inputs.index(wrt)].shape
 
+
+
+
+def test_batches_that_do_not_broadcast_are_still_refused():
+    """An empty batch against a batch of 3 is a shape error, not an empty result."""
+    v = pt.lvector("v")
+    f = pytensor.function([TH, v], log_esp(TH, v), mode="FAST_COMPILE")
+    for rows in (2, 0):
+        with pytest.raises(ValueError):
+            f(np.zeros((rows, 3)), np.ones(3, dtype=np.int64))
