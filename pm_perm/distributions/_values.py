@@ -19,7 +19,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
-__all__ = ["install", "integer_rows"]
+__all__ = ["install", "integer_rows", "value_rows"]
 
 
 def _ours(rv):
@@ -63,3 +63,11 @@ def integer_rows(value):
         return value, None
     ok = pt.all(pt.isfinite(value) & pt.eq(value, pt.round(value)), axis=-1)
     return pt.cast(pt.switch(ok[..., None], value, -1.0), "int64"), ok
+
+
+def value_rows(value, M):
+    """``value`` (..., M) as rows (n, M) for the rank-form Ops, n the product of its leading
+    dimensions, written out rather than -1: NumPy cannot infer -1 for an empty array, which a
+    value of M = 0 items known only at run time is (the logps then refuse M = 0 by their
+    parameter check)."""
+    return value.reshape((pt.prod(value.shape[:-1], dtype="int64"), M))

@@ -17,7 +17,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
-from pm_perm.distributions._values import integer_rows
+from pm_perm.distributions._values import integer_rows, value_rows
 from pm_perm.distributions.cardinality import _select_last
 from pm_perm.distributions.permutation import NO_ITEM_MSG, permutation_draw_numba
 from pm_perm.kernels._version import code_version
@@ -273,8 +273,7 @@ class PartialRanking(pm.Discrete):
             # one W (PyMC hands it over with the batch dims of the value, of length 1): every
             # row shares one suffix table
             W = pt.squeeze(logits, axis=batch_axes) if batch_axes else logits
-            n = pt.prod(value.shape[:-1], dtype="int64")  # not -1: M may be 0 at run time
-            lp = partial_order_loglik(W, value.reshape((n, M))).reshape(value.shape[:-1])
+            lp = partial_order_loglik(W, value_rows(value, M)).reshape(value.shape[:-1])
         else:  # a logits matrix per row: one table per row
             lp = partial_order_loglik(logits, value[..., None, :])[..., 0]
         checks = [  # (condition, message): one message per parameter

@@ -19,7 +19,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, first_non_permutation
+from pm_perm.kernels._checks import LOGIT_ABS_MAX, non_permutation_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.glynn import (
     GLYNN_DRAW_ERRORS,
@@ -340,12 +340,12 @@ def _check_observed(observed, M):
             f"observed permutations have length {arr.shape[-1]} but the logits are {M} x {M}"
         )
     m = arr.shape[-1]
-    first = first_non_permutation(arr)
-    if first is not None:
-        n_bad = int((np.sort(arr, axis=-1) != np.arange(m)).any(axis=-1).sum())
+    bad = non_permutation_rows(arr)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ValueError(
             f"observed[{', '.join(map(str, first))}] = {arr[first]} is not "
-            f"a permutation of 0..{m - 1} ({n_bad} invalid row(s) in all)"
+            f"a permutation of 0..{m - 1} ({int(bad.sum())} invalid row(s) in all)"
         )
 
 

@@ -18,7 +18,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
-from pm_perm.distributions._values import integer_rows
+from pm_perm.distributions._values import integer_rows, value_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
     PL_DRAW_ERRORS,
@@ -257,8 +257,7 @@ class PlackettLuce(pm.Discrete):
         u = utilities
         if all(utilities.type.broadcastable[:-1]):  # one utilities vector (PyMC may expand dims)
             u = utilities[(0,) * (utilities.type.ndim - 1)]
-            n = pt.prod(value.shape[:-1], dtype="int64")  # not -1: M may be 0 at run time
-            ll = plackett_luce_loglik(u, value.reshape((n, M))).reshape(value.shape[:-1])
+            ll = plackett_luce_loglik(u, value_rows(value, M)).reshape(value.shape[:-1])
         else:  # one order per utilities row
             ll = plackett_luce_loglik(utilities, value[..., None, :])[..., 0]
         # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a

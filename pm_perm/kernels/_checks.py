@@ -226,14 +226,20 @@ def as_count(x, name: str, minimum: int = 0) -> int:
     return int(x)
 
 
+def non_permutation_rows(values) -> np.ndarray:
+    """Boolean array over the leading axes of ``values``: True where the row (last axis) is not
+    a permutation of ``0..M-1``. ``values`` must have at least one dimension; any dtype (a float
+    row of integral values counts as a permutation: callers check the dtype they need).
+    O(n M log M)."""
+    values = np.asarray(values)
+    return (np.sort(values, axis=-1) != np.arange(values.shape[-1])).any(axis=-1)
+
+
 def first_non_permutation(values) -> tuple[int, ...] | None:
     """Index over the leading axes of the first row (last axis) of ``values`` that is not a
-    permutation of ``0..M-1`` (``()`` for a single row), or ``None`` when every row is one.
-    ``values`` must have at least one dimension; any dtype (a float row of integral values
-    counts as a permutation: callers check the dtype they need). O(n M log M)."""
-    values = np.asarray(values)
-    M = values.shape[-1]
-    bad = (np.sort(values, axis=-1) != np.arange(M)).any(axis=-1)
+    permutation of ``0..M-1`` (``()`` for a single row), or ``None`` when every row is one
+    (:func:`non_permutation_rows`)."""
+    bad = non_permutation_rows(values)
     if not bad.any():
         return None
     return tuple(int(i) for i in np.argwhere(bad)[0])
