@@ -39,13 +39,16 @@ def test_a_files_tests_share_one_worker_and_split_files_are_spread(tmp_path):
     (tmp_path / "test_docs_examples.py").write_text(record)
     out = tmp_path / "out"
     out.mkdir()
+    # an empty ini file of its own: with `-c /dev/null` the workers took "/" as their root and
+    # walked the whole file system (240,000 stat calls, 4 s of CPU per worker)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
     # no plugins but xdist and ours (the installed ones, e.g. hypothesis's, only cost start-up)
     env = dict(os.environ, UNITS_OUT=str(out), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "xdist.plugin",
-         "-p", "tests._xdist_units",
-         "-c", os.devnull, "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadfile",
+         "-p", "tests._xdist_units", "-c", str(tmp_path / "pytest.ini"),
+         "--rootdir", str(tmp_path), "-n", "2", "--dist", "loadfile",
          "test_docs_examples.py", "test_a.py"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
