@@ -218,7 +218,7 @@ def test_tie_blocks_in_batches(family, const, monkeypatch):
     gradients."""
     monkeypatch.setattr(rank_form, "TIE_BATCH_ELEMENTS", 64)
     rng = np.random.default_rng(6)
-    M = 6
+    M = 5  # every tie-block size (2..5) batched at this budget; M = 6 compiled 1-5 s more XLA
     x = FAMILIES[family][2](rng, M)[0]
     orders = random_tie_orders(rng, M, 80)
     w = rng.integers(1, 4, size=len(orders)).astype(np.float64)
