@@ -429,10 +429,47 @@ def test_centred_full_model_refuses_map_and_auto_picks_by_size():
         rmod.full_model(small, parametrization="centred")
 
 
+def test_fit_nuts_chooses_the_sampler_and_its_options(monkeypatch):
+    """What ``pm.sample`` receives from fit_nuts (``checked_sample`` stubbed, so nothing is
+    compiled; the sampling run itself is the next test): nutpie with its low-rank mass matrix
+    when nutpie is installed, the caller's ``nuts`` options over that default, PyMC's NUTS
+    when asked or when nutpie is missing, and an error for any other sampler."""
+    import importlib.util
+
+    pytest.importorskip("nutpie")
+    seen = []
+
+    def fake_sample(model, **kwargs):
+        seen.append(kwargs)
+        return xr.DataTree(), None
+
+    monkeypatch.setattr(rmod, "checked_sample", fake_sample)
+    rm = rmod.full_model(simulate_rankings(20, utilities=[1.0, 0.0, -1.0], rng=0))
+    runs = [rmod.fit_nuts(rm, draws=5, tune=5, chains=1),
+            rmod.fit_nuts(rm, nuts={"adaptation": "diag", "store_mass_matrix": True}),
+            rmod.fit_nuts(rm, sampler="pymc")]
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nutpie" else real_find_spec(name, *a))
+    runs.append(rmod.fit_nuts(rm))
+    assert [r.attrs["pm_perm_sampler"] for r in runs] == ["nutpie", "nutpie", "pymc", "pymc"]
+    assert seen[0]["nuts_sampler"] == "nutpie" and seen[0]["nuts"] == {"adaptation": "low_rank"}
+    assert (seen[0]["draws"], seen[0]["tune"], seen[0]["chains"]) == (5, 5, 1)
+    assert seen[1]["nuts"] == {"adaptation": "diag", "store_mass_matrix": True}
+    for kwargs in seen[2:]:
+        assert "nuts_sampler" not in kwargs and kwargs["compute_convergence_checks"] is False
+    with pytest.raises(ValueError, match="sampler must be"):
+        rmod.fit_nuts(rm, sampler="stan")
+    assert len(seen) == 4
+
+
 @pytest.mark.numba  # nutpie runs compiled graphs
+@pytest.mark.slow  # 30-45 s, nearly all of it compiling the full model for nutpie
 def test_fit_nuts_runs_nutpie_with_low_rank_adaptation(monkeypatch):
     """With nutpie installed, fit_nuts samples with nutpie and its low-rank mass matrix (the
-    full model's W entries are strongly correlated); sampler="pymc" is PyMC's NUTS."""
+    full model's W entries are strongly correlated); sampler="pymc" is PyMC's NUTS. A model
+    compiled for nutpie in the default run: Getting started's PartialRanking model
+    (tests/test_docs_examples.py)."""
     import nutpie
 
     seen = {}
