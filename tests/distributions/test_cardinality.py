@@ -1,5 +1,6 @@
 """Tests of ConditionalBernoulli, NChooseK and OrdinalNChooseK against enumeration."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -248,6 +249,7 @@ def test_nchoosek_support_point_takes_the_most_probable_feasible_count(fast_mode
 # ----------------------------------------------------------------------------- OrdinalNChooseK
 
 
+@functools.cache  # one compiled function per (R, mode), for any D: shared by the cases
 def _ordinal_fn(R, mode):
     value, th = pt.lmatrix("value"), pt.vector("th")
     if mode == "prior":
