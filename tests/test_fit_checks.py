@@ -18,6 +18,7 @@ from pm_perm._map import (
     checked_sample,
     map_path,
 )
+from pm_perm._modes import PYTHON_MODE
 from pm_perm.cli import main
 from pm_perm.ranking import cli as rank_cli
 from pm_perm.ranking.data import RankingSplit
@@ -231,7 +232,7 @@ def test_map_fitter_warns_when_it_stops_early():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3))
     Y = (X @ rng.normal(size=(3, 2)) + rng.normal(size=(60, 2)) > 0).astype(int)
-    fitter = MapFitter(logistic_model(X, Y, sigma=3.0), mode="FAST_COMPILE")
+    fitter = MapFitter(logistic_model(X, Y, sigma=3.0), mode=PYTHON_MODE)
     with pytest.warns(RuntimeWarning, match="did not converge.*ITERATIONS"):
         out = fitter.fit(maxiter=1)
     assert out["_info"]["converged"] is False
