@@ -170,7 +170,8 @@ def test_invalid_parameters_give_nan(path):
                         ("plackett_luce", [np.nan, np.inf, -np.inf])]:
         x, orders, _ = values_case(5, family)
         x = np.where(np.isfinite(x), x, 0.0)  # no forbidden entries: every valid order possible
-        flat = x.reshape((6,) + x.shape[2:])  # a view: the batch (2, 3) as 6 members
+        S = x.shape[0] * x.shape[1]  # the case's batch (2, 3) as S members
+        flat = x.reshape((S,) + x.shape[2:])  # a view
         for b, v in enumerate(bad):
             if v == "no permutation":
                 flat[b, 2] = -np.inf  # item 2 fits no position
@@ -182,7 +183,7 @@ def test_invalid_parameters_give_nan(path):
             flat[impossible, 0, 0] = -np.inf  # item 0 never first: orders ranking it first
         w = np.ones(len(orders))
         w[-len(invalid_orders(5)):] = 0.0
-        values, total, grad, g = (np.asarray(a).reshape((6,) + np.shape(a)[2:])
+        values, total, grad, g = (np.asarray(a).reshape((S,) + np.shape(a)[2:])
                                   for a in run_jax(family, path, True, x, orders, w))
         n = len(bad)
         assert np.isnan(values[:n]).all() and np.isnan(total[:n]).all()
@@ -192,7 +193,7 @@ def test_invalid_parameters_give_nan(path):
         close(total[n:], ref_total)
         close(grad[n:], ref_grad)
         close(g[n:], ref_grad)
-        good = [b for b in range(n, 6) if b != impossible]
+        good = [b for b in range(n, S) if b != impossible]
         assert np.isfinite(total[good]).all()  # the invalid rows have weight 0
         if impossible is not None:  # rank form: orders[r, i] is the position of item i
             first = (orders[:, 0] == 0) & ((orders == 0).sum(1) == 1)  # item 0 alone first
