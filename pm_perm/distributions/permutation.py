@@ -486,7 +486,11 @@ def _logp(value, logits, log_z):
     cols = pt.arange(M)
     onehot = pt.eq(value[..., :, None], cols)
     score = pt.sum(pt.switch(onehot, logits, 0.0), axis=(-2, -1))
-    is_perm = pt.all(pt.eq(pt.sort(value, axis=-1), cols), axis=-1)
+    # a permutation: every row names one column and every column is named once (counted on the
+    # one-hot table the score uses; a sort here cost about 5 s of each graph's first numba
+    # compilation, docs/benchmarks.md "First use")
+    is_perm = (pt.all(pt.eq(pt.sum(onehot, axis=-2), 1), axis=-1)
+               & pt.all(pt.eq(pt.sum(onehot, axis=-1), 1), axis=-1))
     lp = pt.switch(is_perm, score - log_z, -np.inf)
     # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a static one)
     lp = check_parameters(lp, pt.ge(M, 1), msg=NO_ITEM_MSG)

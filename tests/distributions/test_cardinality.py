@@ -63,6 +63,18 @@ def test_conditional_bernoulli_against_enumeration(cb_logp, D):
             assert np.all(cb_logp(other, theta, k) == -np.inf)
 
 
+def test_conditional_bernoulli_support_matches_enumeration(cb_logp):
+    """logp is finite exactly on the binary vectors with k ones, among every vector of
+    {-1, 0, 1, 2}^D, for D = 1..4 and every k."""
+    for D in range(1, 5):
+        grid = np.stack(np.meshgrid(*[np.arange(-1, 3)] * D, indexing="ij"), -1).reshape(-1, D)
+        binary = np.all((grid == 0) | (grid == 1), axis=1)
+        theta = np.random.default_rng(D).normal(size=D)
+        for k in range(D + 1):
+            lp = cb_logp(grid, theta, k)
+            np.testing.assert_array_equal(np.isfinite(lp), binary & (grid.sum(1) == k))
+
+
 def test_conditional_bernoulli_out_of_support_and_bad_parameters(cb_logp):
     with pytest.raises(TypeError, match="integer count"):
         ConditionalBernoulli.dist(np.zeros(3), 1.5)

@@ -62,6 +62,26 @@ def test_not_a_permutation_gets_minus_inf():
     assert np.all(lp[:3] == -np.inf) and np.isfinite(lp[3])
 
 
+def test_support_check_matches_enumeration():
+    """logp is finite exactly on the permutations among every vector of {-1, ..., M}^M, for
+    M = 1..4, and on none of them shifted by 0.5, 1e-9 or NaN (the check counts matches on
+    the one-hot table; it replaced a sort, and must refuse what the sort refused)."""
+    W, v = pt.matrix("W"), pt.matrix("v")
+    logp = pm.logp(PermutationExpFamily.dist(logits=W), v).eval
+    for M in range(1, 5):
+        grid = np.stack(np.meshgrid(*[np.arange(-1, M + 1)] * M, indexing="ij"), -1)
+        values = grid.reshape(-1, M).astype(float)
+        is_perm = np.array([sorted(row) == list(range(M)) for row in values])
+        assert is_perm.sum() == np.prod(np.arange(1, M + 1))
+        W0 = np.random.default_rng(M).normal(size=(M, M))
+        lp = logp({W: W0, v: values})
+        np.testing.assert_array_equal(np.isfinite(lp), is_perm)
+        for shift in (0.5, 1e-9, np.nan):
+            shifted = values[is_perm].copy()
+            shifted[:, -1] += shift
+            assert np.all(logp({W: W0, v: shifted}) == -np.inf), (M, shift)
+
+
 def test_uniform_logits_give_minus_log_factorial():
     lp = pm.logp(PermutationExpFamily.dist(logits=np.zeros((6, 6))), np.arange(6)).eval()
     assert abs(lp + np.log(720.0)) < 1e-12
