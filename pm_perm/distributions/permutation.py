@@ -487,8 +487,8 @@ def _logp(value, logits, log_z):
     onehot = pt.eq(value[..., :, None], cols)
     score = pt.sum(pt.switch(onehot, logits, 0.0), axis=(-2, -1))
     # a permutation: every row names one column and every column is named once (counted on the
-    # one-hot table the score uses; a sort here cost about 5 s of each graph's first numba
-    # compilation, docs/benchmarks.md "First use")
+    # one-hot table the score uses; where the value is a graph input, e.g. observed pm.Data, a
+    # sort here cost about 6 s of the graph's first numba compilation: docs/benchmarks.md)
     is_perm = (pt.all(pt.eq(pt.sum(onehot, axis=-2), 1), axis=-1)
                & pt.all(pt.eq(pt.sum(onehot, axis=-1), 1), axis=-1))
     lp = pt.switch(is_perm, score - log_z, -np.inf)
