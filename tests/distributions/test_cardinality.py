@@ -67,7 +67,7 @@ def test_conditional_bernoulli_support_matches_enumeration(cb_logp):
     """logp is finite exactly on the binary vectors with k ones, among every vector of
     {-1, 0, 1, 2}^D, for D = 1..4 and every k."""
     for D in range(1, 5):
-        grid = np.stack(np.meshgrid(*[np.arange(-1, 3)] * D, indexing="ij"), -1).reshape(-1, D)
+        grid = S.ordinal_labelings(D, 4) - 1  # every vector of {-1, 0, 1, 2}^D
         binary = np.all((grid == 0) | (grid == 1), axis=1)
         theta = np.random.default_rng(D).normal(size=D)
         for k in range(D + 1):
