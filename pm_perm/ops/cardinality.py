@@ -18,6 +18,9 @@ functions of the marginals work. Third derivatives are not implemented.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 import pytensor.tensor as pt
 from numba import types
@@ -30,6 +33,7 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.rewriting.basic import register_specialize
 
+from pm_perm._numba import njit
 from pm_perm.kernels._checks import c_array
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.cardinality import (
@@ -77,6 +81,7 @@ class LogESPAndMarginals(Op):
 
     __props__ = ()
     gufunc_signature = "(n),()->(),(n)"
+    gufunc_spec = ("pm_perm.ops.cardinality._log_esp_and_marginals_batch", 2, 2)
 
     def make_node(self, theta, k):
         theta, k = _core_inputs(theta, k)
@@ -123,6 +128,7 @@ class ConditionalCovarianceDot(Op):
 
     __props__ = ()
     gufunc_signature = "(n),(),(n)->(n)"
+    gufunc_spec = ("pm_perm.ops.cardinality._conditional_covariance_dot_batch", 3, 1)
 
     def make_node(self, theta, k, v):
         theta = pt.cast(pt.as_tensor_variable(theta), "float64")
@@ -166,6 +172,7 @@ class LogESP(Op):
 
     __props__ = ()
     gufunc_signature = "(n),()->()"
+    gufunc_spec = ("pm_perm.ops.cardinality._log_esp_batch", 2, 1)
 
     def make_node(self, theta, k):
         theta, k = _core_inputs(theta, k)
@@ -350,6 +357,72 @@ def _numba_log_esp(op, node, **kwargs):
 
     log_esp_numba.handles_out = True
     return log_esp_numba, _VERSION
+
+
+# ----------------------------------------------------------------------------- Python linker
+# PyTensor's Blockwise runs a core Op's ``perform`` once per row in Python on its Python linker
+# (pm_perm's MAP fits, FAST_COMPILE): about 8 us per row around a kernel of about 1 us (D = 10).
+# Each core Op's ``gufunc_spec`` names one of the functions below, which Blockwise calls once
+# with the whole batch: one compiled loop over the rows calls the C kernel.
+
+
+@functools.cache
+def _batch_runner():
+    """``run(theta, k, v, out, values, mode)``: the C kernel on every row of the C-contiguous
+    (n, d) ``theta``, ``v`` and ``out`` and the (n,) ``k``, values into ``values`` (n,). The loop
+    calls the kernel's symbol, so it compiles in a fraction of a second (once per process; not
+    cached on disk, as the kernel's address is only known at run time)."""
+    kernel = _EXTERN().external
+
+    @njit
+    def run(theta, k, v, out, values, mode):
+        d = theta.shape[1]
+        for b in range(theta.shape[0]):
+            values[b] = kernel(theta[b].ctypes, d, k[b], v[b].ctypes, out[b].ctypes, mode)
+
+    return run
+
+
+def _rows(x, batch, core, dtype):
+    """``x`` broadcast to ``batch + core`` as a C-contiguous writable (prod(batch), *core) array."""
+    x = np.broadcast_to(np.asarray(x), batch + core)
+    return c_array(x, dtype).reshape((math.prod(batch), *core))
+
+
+def _run_batch(theta, k, v, mode):
+    """``(values, out)`` of ``mode`` for logits (..., d), counts (...) and ``v`` (..., d) or
+    None, batch dimensions broadcast as a gufunc's."""
+    theta, k = np.asarray(theta), np.asarray(k)
+    d = theta.shape[-1]
+    shapes = [theta.shape[:-1], k.shape]
+    if v is not None:
+        v = np.asarray(v)
+        if v.shape[-1] != d:
+            raise ValueError(f"theta and v must have the same length; got {d} and {v.shape[-1]}")
+        shapes.append(v.shape[:-1])
+    batch = np.broadcast_shapes(*shapes)
+    th = _rows(theta, batch, (d,), np.float64)
+    kk = _rows(k, batch, (), np.int64)
+    vv = th if v is None else _rows(v, batch, (d,), np.float64)
+    out = th if mode == ESP_VALUE else np.empty_like(th)
+    values = np.empty(th.shape[0])
+    _batch_runner()(th, kk, vv, out, values, mode)
+    return values.reshape(batch), out.reshape(batch + (d,))
+
+
+def _log_esp_batch(theta, k):
+    """:class:`LogESP` on a batch (its ``gufunc_spec``)."""
+    return _run_batch(theta, k, None, ESP_VALUE)[0]
+
+
+def _log_esp_and_marginals_batch(theta, k):
+    """:class:`LogESPAndMarginals` on a batch (its ``gufunc_spec``)."""
+    return _run_batch(theta, k, None, ESP_MARGINALS)
+
+
+def _conditional_covariance_dot_batch(theta, k, v):
+    """:class:`ConditionalCovarianceDot` on a batch (its ``gufunc_spec``)."""
+    return _run_batch(theta, k, v, ESP_COVARIANCE_DOT)[1]
 
 
 class _LengthError(StatusError):

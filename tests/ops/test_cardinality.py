@@ -211,3 +211,51 @@ def test_nan_or_posinf_logits_give_nan_not_a_crash(mode):
     for bad in (np.nan, np.inf):
         val, g = f(np.array([0.0, bad, 1.0]))
         assert np.isnan(val) and np.all(np.isnan(g))
+
+
+def test_python_linker_runs_the_batch_in_one_call(monkeypatch):
+    """On the Python linker each Op runs the whole batch in one compiled loop (the core Ops'
+    ``gufunc_spec``), not ``perform`` once per row, and gives numba's results bit for bit:
+    broadcast batch dimensions, -inf / NaN logits, counts 0, D and beyond, the value-only Op,
+    the marginals and the Hessian-vector products."""
+    from pm_perm.ops.cardinality import ConditionalCovarianceDot, _cov_dot
+
+    rng = np.random.default_rng(11)
+    D = 6
+    T = rng.normal(size=(3, 1, D)) * 3
+    T[0, 0, 2] = -np.inf
+    T[1, 0, 4] = np.nan
+    K = np.array([[0, 2, 3, D, D + 1]])  # (1, 5): broadcast against the logits' (3, 1)
+    V = rng.normal(size=(1, 5, D))
+    th = pt.tensor("th", shape=(None, 1, D))
+    k = pt.tensor("k", dtype="int64", shape=(1, None))
+    v = pt.tensor("v", shape=(1, None, D))
+    value = log_esp(th, k)
+    outs = [value, pt.grad(value.sum(), th), _cov_dot(th, k, v)]
+    numba_results = pytensor.function([th, k, v], outs, mode="NUMBA")(T, K, V)
+
+    def per_row(*args):
+        raise AssertionError("perform ran once per row")
+
+    for op in (LogESP, LogESPAndMarginals, ConditionalCovarianceDot):
+        monkeypatch.setattr(op, "perform", per_row)
+    f_value = pytensor.function([th, k], value, mode=FAST)
+    assert any(isinstance(getattr(n.op, "core_op", None), LogESP)
+               for n in f_value.maker.fgraph.apply_nodes)  # the value-only Op is used
+    f = pytensor.function([th, k, v], outs, mode=FAST)
+    results = [f_value(T, K), *f(T, K, V)]
+    for got, want in zip(results, [numba_results[0], *numba_results], strict=True):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    assert np.isnan(results[0][1]).all() and np.isfinite(results[0][2, :4]).all()
+    assert results[0][0, 3] == -np.inf  # k = D with a -inf logit: infeasible
+    assert np.all(results[0][[0, 2], 4] == -np.inf) and np.all(results[3][[0, 2], 4] == 0.0)
+
+
+def test_python_linker_covariance_dot_refuses_vectors_of_another_length():
+    from pm_perm.ops.cardinality import _cov_dot
+
+    th, v = pt.matrix("th"), pt.matrix("v")
+    f = pytensor.function([th, v], _cov_dot(th, np.int64(1), v), mode=FAST)
+    with pytest.raises(ValueError, match="theta and v must have the same length; got 5 and 4"):
+        f(np.zeros((2, 5)), np.zeros((2, 4)))
