@@ -14,6 +14,11 @@ Second derivatives: the pullback of ``conditional_marginals`` is ``Cov(y | k) @ 
 (:class:`ConditionalCovarianceDot`, a forward-mode pass of the same DP, O(D k)), so Hessians
 (``pytensor.gradient.hessian``, ``pm.find_MAP(compute_hessian=True)``) and gradients of
 functions of the marginals work. Third derivatives are not implemented.
+
+Backends: numba graphs call the C kernel per row (``pm_perm.ops._extern``); PyTensor's Python
+linker (pm_perm's MAP fits, ``FAST_COMPILE``) runs a whole batch in one compiled loop over the
+same kernel (each core Op's ``gufunc_spec``), not ``perform`` once per row in Python (about 8 us
+per row around a kernel of about 1 us at D = 10).
 """
 
 from __future__ import annotations
