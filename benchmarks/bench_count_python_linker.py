@@ -17,9 +17,9 @@ Run (from the project root)::
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from _timing import best_time  # benchmarks/_timing.py
 
 
 def _functions(per_row):
@@ -47,14 +47,8 @@ def _functions(per_row):
 
 
 def _best(f, args, repeats):
-    best = np.inf
-    f(*args)
-    for _ in range(7):
-        t = time.perf_counter()
-        for _ in range(repeats):
-            f(*args)
-        best = min(best, (time.perf_counter() - t) / repeats)
-    return best
+    """Best seconds per call over 7 rounds of ``repeats`` calls (after a warm-up call)."""
+    return best_time(lambda: [f(*args) for _ in range(repeats)], 7) / repeats
 
 
 def main():
