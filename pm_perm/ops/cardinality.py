@@ -45,9 +45,6 @@ from pm_perm.kernels.cardinality import (
     ESP_COVARIANCE_DOT,
     ESP_MARGINALS,
     ESP_VALUE,
-    conditional_covariance_dot_core,
-    log_esp_and_marginals_core,
-    log_esp_core,
     make_esp_op_kernel,
 )
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
@@ -100,10 +97,7 @@ class LogESPAndMarginals(Op):
         )
 
     def perform(self, node, inputs, output_storage):
-        theta, k = inputs
-        v, m = log_esp_and_marginals_core(c_array(theta), int(k))
-        output_storage[0][0] = np.asarray(v, dtype=np.float64)
-        output_storage[1][0] = m
+        output_storage[0][0], output_storage[1][0] = _log_esp_and_marginals_batch(*inputs)
 
     def infer_shape(self, node, input_shapes):
         return [(), input_shapes[0]]
@@ -147,10 +141,7 @@ class ConditionalCovarianceDot(Op):
         return Apply(self, [theta, k, v], [pt.tensor(dtype="float64", shape=theta.type.shape)])
 
     def perform(self, node, inputs, output_storage):
-        theta, k, v = inputs
-        output_storage[0][0] = conditional_covariance_dot_core(
-            c_array(theta), int(k), c_array(v)
-        )
+        output_storage[0][0] = _conditional_covariance_dot_batch(*inputs)
 
     def infer_shape(self, node, input_shapes):
         return [input_shapes[0]]
@@ -184,10 +175,7 @@ class LogESP(Op):
         return Apply(self, [theta, k], [pt.tensor(dtype="float64", shape=())])
 
     def perform(self, node, inputs, output_storage):
-        theta, k = inputs
-        output_storage[0][0] = np.asarray(
-            log_esp_core(c_array(theta), int(k)), dtype=np.float64
-        )
+        output_storage[0][0] = _log_esp_batch(*inputs)
 
     def infer_shape(self, node, input_shapes):
         return [()]
@@ -368,7 +356,9 @@ def _numba_log_esp(op, node, **kwargs):
 # PyTensor's Blockwise runs a core Op's ``perform`` once per row in Python on its Python linker
 # (pm_perm's MAP fits, FAST_COMPILE): about 8 us per row around a kernel of about 1 us (D = 10).
 # Each core Op's ``gufunc_spec`` names one of the functions below, which Blockwise calls once
-# with the whole batch: one compiled loop over the rows calls the C kernel.
+# with the whole batch: one compiled loop over the rows calls the C kernel. The core Ops'
+# ``perform`` (an unbatched node, from which PyTensor removes the Blockwise) calls them too, so
+# the Python linker has one path to the kernel, the one the numba graphs use.
 
 
 @functools.cache
