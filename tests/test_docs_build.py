@@ -4,8 +4,9 @@ The build test needs mkdocs, mkdocs-material and mkdocstrings (the ``docs`` / ``
 and npm or a KaTeX tarball (``scripts/mkdocs_hooks.py``). The browser test renders the home page,
 one guide and one API page in headless Chromium (Debian package ``chromium``; ``.ci/run``
 installs it) and fails on broken links, missing images or unrendered math
-(``scripts/check_site.py``); it skips with a message when Chromium is absent. Screenshots go to
-``$PM_PERM_SCREENSHOTS`` when set.
+(``scripts/check_site.py``); it skips with a message when Chromium is absent. While ``.ci/run``
+is still installing Chromium beside the suite, the browser test waits for the install's outcome
+(the file ``$PM_PERM_CHROMIUM_INSTALL`` names). Screenshots go to ``$PM_PERM_SCREENSHOTS`` when set.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -70,9 +73,34 @@ def test_site_checker_finds_what_is_broken(tmp_path):
         assert expected in problems, (expected, problems)
 
 
-@pytest.mark.skipif(check_site._chromium() is None,
-                    reason="chromium not installed (apt-get install chromium); .ci/run installs it")
+_NO_CHROMIUM = "chromium not installed (apt-get install chromium); .ci/run installs it"
+
+
+def wait_for_chromium(find=check_site._chromium, outcome=None, timeout=600.0, poll=0.5):
+    """Chromium's path, or ``None`` with the reason it is absent.
+
+    ``outcome`` is the file ``.ci/run``'s background install writes when it ends (its path is in
+    ``$PM_PERM_CHROMIUM_INSTALL``); while it does not exist the install is still running, and this
+    waits for it, at most ``timeout`` seconds, then raises ``TimeoutError``.
+    """
+    found = find()
+    if found is not None or outcome is None:
+        return found, _NO_CHROMIUM
+    outcome = Path(outcome)
+    deadline = time.monotonic() + timeout
+    while not outcome.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the chromium install that .ci/run started has not ended in "
+                               f"{timeout:.0f} s (no {outcome})")
+        time.sleep(poll)
+    found = find()
+    return found, f"chromium {outcome.read_text().strip()}" if found is None else ""
+
+
 def test_site_renders_in_chromium(site, tmp_path):
+    chromium, reason = wait_for_chromium(outcome=os.environ.get("PM_PERM_CHROMIUM_INSTALL"))
+    if chromium is None:
+        pytest.skip(reason)
     shots = Path(os.environ.get("PM_PERM_SCREENSHOTS", tmp_path / "screenshots"))
     problems = check_site.run_check(site, screenshots=shots)
     assert problems == [], "\n".join(problems)
@@ -80,6 +108,33 @@ def test_site_renders_in_chromium(site, tmp_path):
         png = shots / name
         assert png.is_file() and png.stat().st_size > 10_000, name
     assert shutil.which("chromium") or os.environ.get("CHROMIUM")
+
+
+def test_browser_test_waits_for_the_install_ci_started(tmp_path):
+    """With an install running, the browser test waits for its outcome file, then looks again;
+    with no install running it does not wait; a hung install ends in an error, not a hang."""
+    outcome = tmp_path / "outcome"
+    seen = []
+
+    def find():  # chromium appears once the install has written its outcome
+        seen.append(outcome.exists())
+        return "/usr/bin/chromium" if outcome.exists() else None
+
+    writer = threading.Timer(0.3, lambda: outcome.write_text("installed in 20 s\n"))
+    writer.start()
+    t0 = time.monotonic()
+    assert wait_for_chromium(find, outcome, timeout=30, poll=0.02) == ("/usr/bin/chromium", "")
+    assert time.monotonic() - t0 >= 0.25 and seen == [False, True]
+    writer.join()
+    # the install failed: skipped with the install's own words
+    failed = tmp_path / "failed"
+    failed.write_text("could not be installed (apt-get failed)\n")
+    assert wait_for_chromium(lambda: None, failed) == (
+        None, "chromium could not be installed (apt-get failed)")
+    # no install running (not .ci/run, or not root): no wait, the usual reason
+    assert wait_for_chromium(lambda: None, None) == (None, _NO_CHROMIUM)
+    with pytest.raises(TimeoutError, match="has not ended in 0 s"):
+        wait_for_chromium(lambda: None, tmp_path / "never", timeout=0.1, poll=0.02)
 
 
 def test_every_guide_figure_is_made_by_a_script():
