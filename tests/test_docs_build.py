@@ -77,7 +77,7 @@ _NO_CHROMIUM = "chromium not installed (apt-get install chromium); .ci/run insta
 
 
 def wait_for_chromium(find=check_site._chromium, outcome=None, timeout=600.0, poll=0.5):
-    """Chromium's path, or ``None`` with the reason it is absent.
+    """Chromium's path and ``""``, or ``None`` and the reason it is absent.
 
     ``outcome`` is the file ``.ci/run``'s background install writes when it ends (its path is in
     ``$PM_PERM_CHROMIUM_INSTALL``); while it does not exist the install is still running, and this
@@ -85,7 +85,7 @@ def wait_for_chromium(find=check_site._chromium, outcome=None, timeout=600.0, po
     """
     found = find()
     if found is not None or outcome is None:
-        return found, _NO_CHROMIUM
+        return found, "" if found is not None else _NO_CHROMIUM
     outcome = Path(outcome)
     deadline = time.monotonic() + timeout
     while not outcome.exists():
@@ -131,6 +131,9 @@ def test_browser_test_waits_for_the_install_ci_started(tmp_path):
     failed.write_text("could not be installed (apt-get failed)\n")
     assert wait_for_chromium(lambda: None, failed) == (
         None, "chromium could not be installed (apt-get failed)")
+    # chromium already there: no wait, even for an outcome file that never comes
+    assert wait_for_chromium(lambda: "/usr/bin/chromium", tmp_path / "never") == (
+        "/usr/bin/chromium", "")
     # no install running (not .ci/run, or not root): no wait, the usual reason
     assert wait_for_chromium(lambda: None, None) == (None, _NO_CHROMIUM)
     with pytest.raises(TimeoutError, match="has not ended in 0 s"):
