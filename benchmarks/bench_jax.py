@@ -53,7 +53,7 @@ def _compiled(inputs, outputs, values, xla):
     or, with ``xla``, the XLA DPs (what GPUs run)."""
     import pytensor
 
-    from pm_perm.jax_backend.platform import xla_only
+    from pm_perm.backends.jax.platform import xla_only
 
     (fn,) = _blocking(pytensor.function(inputs, outputs, mode="JAX"))
     with xla_only() if xla else contextlib.nullcontext():
@@ -101,13 +101,13 @@ MEATH = (Path(__file__).resolve().parents[2] / "shared" / "data" / "preflib" / "
 def meath_orders(path):
     """``(orders, counts, source)``: the distinct orders of the Meath file, or 25,000 distinct
     generated top-k orders of M = 14 (full-model draws, ballot lengths skewed short, seed 0)."""
-    from pm_perm.rankings import read_preflib
+    from pm_perm.preferences import read_preflib
 
     if path is not None and Path(path).is_file():
         data = read_preflib(path)
         return (np.asarray(data.orders), np.asarray(data.counts, dtype=np.float64),
                 f"{Path(path).name}: {int(data.counts.sum()):,} ballots")
-    from pm_perm.rankings.synthetic import draw_ballots
+    from pm_perm.preferences.synthetic import draw_ballots
 
     rng = np.random.default_rng(0)
     M = 14
@@ -179,7 +179,7 @@ def rankings(meath):
 def float32_accuracy(meath):
     """The float32 accuracy of the XLA DPs (traced inside ``xla_only``: what a GPU runs; the
     CPU path computes in float64 whatever the input dtype)."""
-    from pm_perm.jax_backend.platform import xla_only
+    from pm_perm.backends.jax.platform import xla_only
 
     with xla_only():
         _float32_errors()
@@ -190,7 +190,7 @@ def _float32_ranking_errors(meath):
     import jax
     import jax.numpy as jnp
 
-    from pm_perm.jax_backend import partial_orders, plackett_luce
+    from pm_perm.backends.jax import partial_orders, plackett_luce
     from pm_perm.kernels.partial_orders import partial_order_loglik_and_grad
     from pm_perm.kernels.plackett_luce import plackett_luce_loglik_and_grad
 
@@ -222,8 +222,8 @@ def _float32_errors():
     import jax
     import jax.numpy as jnp
 
-    from pm_perm.jax_backend.cardinality import log_esp
-    from pm_perm.jax_backend.permanent import log_permanent
+    from pm_perm.backends.jax.cardinality import log_esp
+    from pm_perm.backends.jax.permanent import log_permanent
     from pm_perm.kernels.cardinality import log_esp_core
     from pm_perm.kernels.permanent import log_permanent as lp64
 

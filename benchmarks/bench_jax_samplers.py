@@ -1,6 +1,7 @@
 """numpyro, blackjax and nutpie's JAX backend against the default sampler, on pm_perm models.
 
-For each model of ``tests/jax/test_jax_samplers.py`` (small generated data; the task models:
+For each model of ``tests/backends/jax/test_jax_samplers.py`` (small generated data; the task
+models:
 learned matching, RankMatch, the ordinal ranker, NChooseK with a Dirichlet count prior; and
 ConditionalBernoulli, PermutationExpFamily exact / Bethe, OrdinalNChooseK, PartialRanking and
 PlackettLuce on top-k ballots), samples with the default sampler (nutpie on numba) and with
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.jax.test_jax_samplers import (  # noqa: E402
+from tests.backends.jax.test_jax_samplers import (  # noqa: E402
     CHAINS,
     DRAWS,
     FAST,

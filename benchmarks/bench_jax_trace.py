@@ -2,16 +2,16 @@
 (run: python benchmarks/bench_jax_trace.py).
 
 On a CPU the ranking likelihoods run pm_perm's numba kernels as FFI calls; the XLA programs are
-what GPUs run. ``pm_perm.jax_backend.platform.on_platform`` used to trace both and let
+what GPUs run. ``pm_perm.backends.jax.platform.on_platform`` used to trace both and let
 ``jax.lax.platform_dependent`` pick one when the program is lowered; where the CPU is JAX's only
 backend it now traces the CPU branch alone. This script measures both ways side by side in one
 process (the old way by making ``_cpu_only`` answer False): the CPU seconds to trace and lower,
 and to compile, ``jax.jit(jax.value_and_grad(logp))`` of PyMC's jaxified logp (what numpyro and
 blackjax compile) of a ``PlackettLuce`` and a ``PartialRanking`` model (ZeroSumNormal
 parameters) of up to 300 distinct random weak orders of ``--items`` items (the tests' generator,
-``tests/rankings/_brute.random_tie_orders``: blocks of random sizes, so with middle tie blocks)
+``tests/preferences/_brute.random_tie_orders``: blocks of random sizes, so with middle tie blocks)
 or, with ``--no-ties``, 300 Plackett-Luce top-k ballots of every length
-(``pm_perm.rankings.synthetic.draw_ballots``). Each case is built
+(``pm_perm.preferences.synthetic.draw_ballots``). Each case is built
 anew (no trace cache shared), after a warm-up case of the same family, the old way first.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.rankings._brute import random_tie_orders  # noqa: E402
+from tests.preferences._brute import random_tie_orders  # noqa: E402
 
 
 def measure(family, orders, both):
@@ -34,7 +34,7 @@ def measure(family, orders, both):
     from pymc.sampling.jax import get_jaxified_logp
 
     from pm_perm import PartialRanking, PlackettLuce
-    from pm_perm.jax_backend import platform
+    from pm_perm.backends.jax import platform
 
     M = orders.shape[1]
     with pm.Model() as model:
@@ -70,7 +70,7 @@ def main(argv=None):
     from jax.extend.backend import backends
 
     jax.config.update("jax_enable_x64", True)
-    from pm_perm.rankings.synthetic import draw_ballots
+    from pm_perm.preferences.synthetic import draw_ballots
 
     rng = np.random.default_rng(0)
     M = args.items

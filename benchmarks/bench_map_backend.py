@@ -1,6 +1,6 @@
 """MAP fits on PyTensor's Python linker (pm_perm's default) against numba, warm, side by side.
 
-``pm_perm._map.map_path`` and ``CompiledMAP`` compile the log-posterior and gradient on the
+``pm_perm.inference.map_path`` and ``CompiledMAP`` compile the log-posterior and gradient on the
 Python linker (``pm_perm._modes.PYTHON_MODE``) unless given ``mode=None`` (PyTensor's default
 backend, numba). On a new machine that saves numba's compilation of the graph (10-30 s for a
 ranking model; see docs/benchmarks.md, "First use"). This script measures what it costs once the
@@ -13,7 +13,7 @@ Run (one thread; ``--letor`` adds the MQ2008 fold-1 rankers, about 3 minutes, ne
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_map_backend.py --letor
 
-Models: the ranking-data models of :mod:`pm_perm.rankings.models` (Plackett-Luce, full, a
+Models: the ranking-data models of :mod:`pm_perm.preferences.models` (Plackett-Luce, full, a
 3-bloc mixture) on 600 simulated partial ballots of 5 items (the rankings guide's example);
 the learned matching model (200 graphs of M = 8, d = 4, as the demo) at one prior scale and at
 five with validation; with ``--letor`` ``OrdinalRanker`` and ``RankMatch(M=3)`` on MQ2008 fold 1
@@ -70,8 +70,8 @@ def compare(label, fit, repeats):
 
 
 def rankings_models(repeats):
-    from pm_perm.rankings import models
-    from pm_perm.rankings.synthetic import simulate_rankings
+    from pm_perm.preferences import models
+    from pm_perm.preferences.synthetic import simulate_rankings
 
     sim = simulate_rankings(600, utilities=np.array([1.0, 0.6, 0.2, -0.3, -0.8]),
                             length_probs=[0, 0, 0.4, 0.3, 0, 0.3], rng=0)
@@ -106,8 +106,8 @@ def matching(repeats):
 
 
 def letor(repeats, data_root):
-    from pm_perm.ranking import ordinal, rankmatch
-    from pm_perm.ranking.data import load_mq2008_fold
+    from pm_perm.learning_to_rank import ordinal, rankmatch
+    from pm_perm.learning_to_rank.data import load_mq2008_fold
 
     train, valid, _ = load_mq2008_fold(1, data_root)
 

@@ -45,7 +45,7 @@ MEATH = (Path(__file__).resolve().parents[2] / "shared" / "data" / "preflib" / "
 def read_current_preflib(path):
     """Minimal reader of a strict PrefLib file in the current layout (``count: a,b,c`` lines
     after ``#`` headers, 1-based ids) into aggregated rank-form orders and counts. For this
-    benchmark only: the package reader is ``pm_perm.rankings.read_preflib``."""
+    benchmark only: the package reader is ``pm_perm.preferences.read_preflib``."""
     header, rows, counts = {}, [], []
     with open(path) as fh:
         for line in fh:

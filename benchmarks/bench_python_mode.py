@@ -5,7 +5,7 @@ pass (which ``pm_perm._modes.PYTHON_MODE`` leaves out) they stay Ops, and PyTens
 inner graphs with C thunks even under the Python linker, so the first MAP fit of a model with a
 simplex (a Dirichlet) or mixture weights runs the C compiler on a new machine. PYTHON_MODE
 inlines them (``pm_perm._modes``). This script measures both variants of the MAP functions of
-``pm_perm.rankings.models.full_model`` (600 simulated partial ballots of 5 items, one and three
+``pm_perm.preferences.models.full_model`` (600 simulated partial ballots of 5 items, one and three
 blocs):
 
 * ``cold``: each variant in a FRESH subprocess with a NEW empty PyTensor cache and a warm numba
@@ -47,8 +47,8 @@ def _modes(variant):
 def _model(components):
     import numpy as np
 
-    from pm_perm.rankings import models as rmod
-    from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
+    from pm_perm.preferences import models as rmod
+    from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
 
     data = simulate_rankings(600, logits=rank_one_logits(np.array([1.0, 0.5, 0.0, -0.5, -1.0])),
                              length_probs=[0, .3, .3, .2, .1, .1], rng=0)
@@ -56,7 +56,7 @@ def _model(components):
 
 
 def _functions(model, variant):
-    from pm_perm._map import _grad_raveled
+    from pm_perm.inference import _grad_raveled
 
     vg_mode, values_mode = _modes(variant)
     vars_ = list(model.value_vars)

@@ -7,13 +7,15 @@ Run::
 
 (``--folds 1`` for a quick run; ``--lbfgs-memory 10 50`` fits RankMatch and ordinal once per
 L-BFGS-B memory, side by side). Every model sees the same train / validation / test splits of
-each fold (LETOR 4.0 rotation rebuilt by :func:`pm_perm.ranking.data.load_mq2008_fold`), and
+each fold (LETOR 4.0 rotation rebuilt by :func:`pm_perm.learning_to_rank.data.load_mq2008_fold`),
+and
 every setting is chosen on the fold's validation split by NDCG@5 (standard discount,
 pessimistic ties):
 
-* ``RankMatch MAP (M=3)``: :class:`pm_perm.ranking.rankmatch.RankMatch`, prior scale from
+* ``RankMatch MAP (M=3)``: :class:`pm_perm.learning_to_rank.rankmatch.RankMatch`, prior scale from
   {0.1, 0.3, 1, 3, 10} (one MAP fit per scale);
-* ``ordinal n-choose-k MAP``: :class:`pm_perm.ranking.ordinal.OrdinalRanker`, prior scale from
+* ``ordinal n-choose-k MAP``: :class:`pm_perm.learning_to_rank.ordinal.OrdinalRanker`, prior scale
+from
   the same grid;
 * ``ridge``: ridge regression on the labels, penalty from {0.01, ..., 1000};
 * ``LightGBM lambdarank``: ``lightgbm.LGBMRanker(objective="lambdarank")`` (gain 2^r - 1),
@@ -23,7 +25,8 @@ pessimistic ties):
 
 Reported per model, mean over the folds run: NDCG@1/3/5 and MAP under the LETOR-4.0 evaluation
 script's discount (the published LETOR tables' convention; ``convention="letor4"`` of
-:mod:`pm_perm.ranking.metrics`), standard NDCG@10, and the wall time per fold of the whole fit
+:mod:`pm_perm.learning_to_rank.metrics`), standard NDCG@10, and the wall time per fold of the whole
+fit
 including the validation search (so RankMatch and ordinal are five MAP fits each; LightGBM six
 boosting runs). Queries without a relevant document count as 0; ties are broken pessimistically.
 The published LETOR 4.0 baselines are printed below for reference. Needs
@@ -46,9 +49,9 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from pm_perm.ranking.cli import fit_and_evaluate  # noqa: E402
-from pm_perm.ranking.data import load_mq2008_fold  # noqa: E402
-from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
+from pm_perm.cli.learning_to_rank import fit_and_evaluate  # noqa: E402
+from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
+from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _outputs import check_output, mq2008_inputs, write_result  # noqa: E402

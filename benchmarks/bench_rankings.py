@@ -2,7 +2,7 @@
 
 Accuracy: 5-fold cross-validation over BALLOTS (each ballot falls in one fold: multinomial
 thinning of each distinct order's count, seeded) on every PrefLib file given. Per fold, every
-model is fitted by MAP (:func:`pm_perm.rankings.models.fit_map`) on four folds and scored on the
+model is fitted by MAP (:func:`pm_perm.preferences.models.fit_map`) on four folds and scored on the
 fifth: the mean natural-log likelihood per held-out ballot of its observed (partial) order,
 ballot length excluded (the same constant for every model). Models: Plackett-Luce, rank-one,
 full, mixtures of full models K = 2..``--max-k`` (K = 1 is the full model), and ``choix``'s
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pm_perm.rankings import models as rmod
-from pm_perm.rankings.data import read_preflib
+from pm_perm.preferences import models as rmod
+from pm_perm.preferences.data import read_preflib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _outputs import check_output  # noqa: E402

@@ -25,7 +25,7 @@ standard discount (as the main benchmark).
 Variants (``--variants``, default all but the ``ordinal-scan`` diagnostic):
 
 ``ordinal-fine``
-    :func:`pm_perm.ranking.ordinal.ordinal_model`, isotropic Gaussian prior, 22 scales
+    :func:`pm_perm.learning_to_rank.ordinal.ordinal_model`, isotropic Gaussian prior, 22 scales
     log-spaced over [0.03, 100] (the main benchmark uses 0.1, 0.3, 1, 3, 10). Three rules pick
     the scale: validation NDCG@5; validation mean of NDCG@1..5; and the Laplace approximation
     of the marginal likelihood ``log p(y | sigma)`` on the training split (type-II maximum
@@ -37,7 +37,7 @@ Variants (``--variants``, default all but the ``ordinal-scan`` diagnostic):
     scale; scales clipped to [1e-3, 100]). Fitted on the training split, and, since nothing is
     chosen on validation, also on training + validation (``ordinal-ard-tv``).
 ``rankmatch-fine``
-    :func:`pm_perm.ranking.rankmatch.rankmatch_model`, M = 3, 13 scales log-spaced over
+    :func:`pm_perm.learning_to_rank.rankmatch.rankmatch_model`, M = 3, 13 scales log-spaced over
     [0.03, 30], picked by validation NDCG@5 or mean NDCG@1..5; ``0.4 D M`` subsets per query.
 ``rankmatch-spd2``
     Same with five times more bootstrap subsets (``subsets_per_doc=2``).
@@ -61,10 +61,10 @@ Variants (``--variants``, default all but the ``ordinal-scan`` diagnostic):
     the same idea, a prior centred on the hand-designed matcher.)
 ``ordinal-hinge``
     An additive piecewise-linear score instead of a linear one: the ordinal ranker on
-    :class:`pm_perm.ranking.features.HingeBasis` ``(n_knots=4)`` of the features (each raw
+    :class:`pm_perm.learning_to_rank.features.HingeBasis` ``(n_knots=4)`` of the features (each raw
     feature plus hinges ``max(0, x - kappa)`` at the training quintiles of that feature; up to
     230 columns), prior scale from the main benchmark's grid {0.1, 0.3, 1, 3, 10} by validation
-    NDCG@5 (:class:`pm_perm.ranking.ordinal.OrdinalRanker` defaults, the main benchmark's
+    NDCG@5 (:class:`pm_perm.learning_to_rank.ordinal.OrdinalRanker` defaults, the main benchmark's
     protocol with only the feature map changed). Pre-registered before any MQ2008 figure of it
     was seen (validation or test): this row, and only this row, is the test of the goal; the
     two below are secondary.
@@ -74,7 +74,7 @@ Variants (``--variants``, default all but the ``ordinal-scan`` diagnostic):
     row, re-measured in the same process) as the reference.
 ``rankmatch-hinge``
     Secondary: RankMatch, M = 3, on the same hinge basis, scale from {0.1, 0.3, 1, 3, 10} by
-    validation NDCG@5 (:class:`pm_perm.ranking.rankmatch.RankMatch` defaults).
+    validation NDCG@5 (:class:`pm_perm.learning_to_rank.rankmatch.RankMatch` defaults).
 ``ensemble``
     Scores ``w s_ord + (1 - w) s_rm`` of the ``ordinal-fine`` and ``rankmatch-fine`` fits
     (each picked by validation NDCG@5, each scaled to unit standard deviation on the training
@@ -97,14 +97,14 @@ import pymc as pm  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 from scipy.optimize import minimize, minimize_scalar  # noqa: E402
 
-from pm_perm._map import map_path  # noqa: E402
+from pm_perm.cli.learning_to_rank import _fit_ridge  # noqa: E402
 from pm_perm.distributions.cardinality import OrdinalNChooseK  # noqa: E402
-from pm_perm.ranking.cli import _fit_ridge  # noqa: E402
-from pm_perm.ranking.data import RankingSplit, load_mq2008_fold  # noqa: E402
-from pm_perm.ranking.features import HingeBasis  # noqa: E402
-from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
-from pm_perm.ranking.ordinal import OrdinalRanker, ordinal_model, pad_queries  # noqa: E402
-from pm_perm.ranking.rankmatch import RankMatch, rankmatch_model, sample_subsets  # noqa: E402
+from pm_perm.inference import laplace_log_evidence, map_path, negative_hessian  # noqa: E402
+from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
+from pm_perm.learning_to_rank.features import HingeBasis  # noqa: E402
+from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
+from pm_perm.learning_to_rank.ordinal import OrdinalRanker, ordinal_model, pad_queries  # noqa: E402
+from pm_perm.learning_to_rank.rankmatch import RankMatch, rankmatch_model, sample_subsets  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _outputs import check_output, mq2008_inputs, write_result  # noqa: E402
@@ -121,10 +121,7 @@ KEYS = ("ndcg@1", "ndcg@3", "ndcg@5", "map")
 
 
 def concat(a, b):
-    """The queries of two splits as one split."""
-    return RankingSplit(np.vstack([a.X, b.X]), np.concatenate([a.y, b.y]),
-                        np.concatenate([a.group_ptr, b.group_ptr[1:] + a.group_ptr[-1]]),
-                        np.concatenate([a.qids, b.qids]))
+    return a.concat(b)
 
 
 def val_score(split, theta, rule):
@@ -144,22 +141,6 @@ def all_maps(model, sigmas):
     return {float(s): res[s].x for s in sigmas}
 
 
-def neg_hessian(grad, theta, h=1e-4):
-    """Hessian of -log p by central differences of ``grad`` (the gradient of log p)."""
-    F = theta.size
-    H = np.empty((F, F))
-    for k in range(F):
-        e = np.zeros(F)
-        e[k] = h
-        H[k] = -(grad(theta + e) - grad(theta - e)) / (2 * h)
-    return (H + H.T) / 2
-
-
-def laplace_log_evidence(logp, H):
-    """``log p(y) ~ log p(y, theta*) + F/2 log(2 pi) - 1/2 log det H``."""
-    return float(logp) + H.shape[0] / 2 * np.log(2 * np.pi) - 0.5 * np.linalg.slogdet(H)[1]
-
-
 def ordinal_fine(train, valid):
     """Fine grid: thetas, validation picks and the Laplace-evidence pick."""
     model = ordinal_model(pad_queries(train))
@@ -169,7 +150,7 @@ def ordinal_fine(train, valid):
     for s, th in thetas.items():
         with model:
             pm.set_data({"prior_sigma": s})
-        H = neg_hessian(lambda t: dlogp({"theta": t}), th)
+        H = negative_hessian(lambda t: dlogp({"theta": t}), th)
         evidence[s] = laplace_log_evidence(logp({"theta": th}), H)
     picks = {rule: max(thetas, key=lambda s, r=rule: val_score(valid, thetas[s], r))
              for rule in ("ndcg5", "mean1-5")}
@@ -223,7 +204,7 @@ def ordinal_ard(train, sigma0, iters=30):
                          options={"maxiter": 50_000}).x
         if it == iters:
             break
-        H = neg_hessian(lambda t: -negative(t)[1], theta)
+        H = negative_hessian(lambda t: -negative(t)[1], theta)
         gamma = np.clip(1.0 - np.diag(np.linalg.inv(H)) / sigma**2, 1e-6, 1.0)
         sigma = np.clip(np.sqrt(theta**2 / gamma), 1e-3, 100.0)
     return theta, sigma

@@ -16,7 +16,7 @@ Models (small, so that hundreds of replications run in minutes):
   40 rows, ``y ~ NChooseK(X . theta, count_probs)``;
 * ``ordinal``: ``theta ~ N(0, 1)`` (d = 2), 30 rows of D = 5 items with R = 3 levels and fixed
   counts (2, 2, 1), ``y ~ OrdinalNChooseK(X . theta, counts)``;
-* ``rankings_full``: the full ranking model of :mod:`pm_perm.rankings.models` on top-k ballots:
+* ``rankings_full``: the full ranking model of :mod:`pm_perm.preferences.models` on top-k ballots:
   ``W = u c^T + tau delta_raw`` (M = 4, ``u ~ ZeroSumNormal(1)``, ``tau ~ HalfNormal(1)``,
   ``delta_raw ~ ZeroSumNormal(1)`` over rows and columns), 40 ballots ranking 1, 2 or all 4
   items (probabilities 0.3, 0.3, 0.4), exact partial-order likelihood.
@@ -134,7 +134,7 @@ def _zero_sum(r, shape):
 
 def _rankings_full(rng):
     from pm_perm.ops.partial_orders import partial_order_loglik_sum
-    from pm_perm.rankings.synthetic import default_positions, draw_ballots
+    from pm_perm.preferences.synthetic import default_positions, draw_ballots
 
     M, n = 4, 40
     c = default_positions(M)

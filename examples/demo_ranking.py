@@ -34,9 +34,9 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from pm_perm.ranking.data import RankingSplit  # noqa: E402
-from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
-from pm_perm.ranking.rankmatch import RankMatch, ranking_predictive  # noqa: E402
+from pm_perm.learning_to_rank.data import RankingSplit  # noqa: E402
+from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
+from pm_perm.learning_to_rank.rankmatch import RankMatch, ranking_predictive  # noqa: E402
 
 THETA_TRUE = np.array([1.5, -1.0, 0.8, 0.5, 0.0, 0.0, -0.3, 0.2])
 KS = (1, 3, 5, 10)

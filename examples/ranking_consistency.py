@@ -8,7 +8,7 @@ Usage::
 (size 0 = all training queries). For each fold, training-set size ``n`` (number of training
 queries) and repeat, ``n`` queries are drawn at random (nested across sizes within a repeat)
 from the fold's training split; RankMatch's bootstrap subsets (``M = 3``, ``0.4 D M`` per
-query, :func:`pm_perm.ranking.rankmatch.sample_subsets`) are drawn once from them, and two
+query, :func:`pm_perm.learning_to_rank.rankmatch.sample_subsets`) are drawn once from them, and two
 estimators are fitted on **the same subsets and features**:
 
 * ``MAP``: RankMatch's exact (weak-label) likelihood with a Gaussian prior, L-BFGS-B (as
@@ -52,9 +52,9 @@ import pytensor.tensor as pt  # noqa: E402
 from scipy.optimize import linear_sum_assignment, minimize  # noqa: E402
 
 from pm_perm._io import save_figure, write_json  # noqa: E402
-from pm_perm.ranking.data import load_mq2008_fold  # noqa: E402
-from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
-from pm_perm.ranking.rankmatch import (  # noqa: E402
+from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
+from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
+from pm_perm.learning_to_rank.rankmatch import (  # noqa: E402
     position_weights,
     sample_subsets,
     weak_label_log_likelihood,

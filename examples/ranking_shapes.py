@@ -4,11 +4,12 @@ Usage::
 
     python examples/ranking_shapes.py --fold 1 --out docs/guide/ranking_shapes.png
 
-The ordinal n-choose-k ranker on :class:`pm_perm.ranking.features.HingeBasis` features scores a
+The ordinal n-choose-k ranker on :class:`pm_perm.learning_to_rank.features.HingeBasis` features
+scores a
 document by ``s(x) = sum_f g_f(x_f)``, each ``g_f`` piecewise linear with kinks at the training
 quantiles of feature ``f``. The prior scale is chosen on the fold's validation NDCG@5 (MAP
 fits), then NUTS draws the posterior of all coefficients at that scale (whitened by the Laplace
-approximation, as :meth:`pm_perm.ranking.ordinal.OrdinalRanker.fit_nuts` does). The figure
+approximation, as :meth:`pm_perm.learning_to_rank.ordinal.OrdinalRanker.fit_nuts` does). The figure
 shows, for the features whose posterior-mean ``g_f`` varies most over the training values, the
 posterior mean of ``g_f(x) - g_f(min x)`` (a constant cancels within a query) and its 90% band
 over draws, with the training documents' values as a rug. Printed: the chosen scale, NUTS
@@ -30,11 +31,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from pm_perm._io import save_figure  # noqa: E402
-from pm_perm.ranking.data import load_mq2008_fold  # noqa: E402
-from pm_perm.ranking.features import HingeBasis  # noqa: E402
-from pm_perm.ranking.metrics import evaluate_ranking  # noqa: E402
-from pm_perm.ranking.ordinal import OrdinalRanker  # noqa: E402
-from pm_perm.ranking.plots import plot_shape_functions  # noqa: E402
+from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
+from pm_perm.learning_to_rank.features import HingeBasis  # noqa: E402
+from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
+from pm_perm.learning_to_rank.ordinal import OrdinalRanker  # noqa: E402
+from pm_perm.learning_to_rank.plots import plot_shape_functions  # noqa: E402
 
 
 def main(argv=None):

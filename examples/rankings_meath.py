@@ -1,7 +1,7 @@
 """The 2002 Meath election (64,081 STV ballots over 14 candidates): consensus, blocs, PPCs.
 
 Fits the full ranking model (one population) and a K-bloc mixture of full models by MAP, then
-writes the figures of docs/guide/rankings.md and prints what the guide quotes. Needs
+writes the figures of docs/guide/preferences.md and prints what the guide quotes. Needs
 ../shared/data/preflib/irish/00001-00000003.soi (PrefLib ED-00001); exits with a message when
 it is absent.
 
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from pm_perm._io import save_figure
-from pm_perm.rankings import analysis, models, plots
-from pm_perm.rankings.data import read_preflib
+from pm_perm.preferences import analysis, models, plots
+from pm_perm.preferences.data import read_preflib
 
 ROOT = Path(__file__).resolve().parents[1]
 MEATH = ROOT.parent / "shared" / "data" / "preflib" / "irish" / "00001-00000003.soi"

@@ -5,7 +5,7 @@ Fits the one-population full ranking model, centred (``full_model(...,
 parametrization="auto")``), by NUTS (``models.fit_nuts``: nutpie with its low-rank mass matrix,
 ``--chains`` x ``--draws``, as many tuning steps, 2 chains in parallel) or reads a saved posterior
 (``--idata FILE.nc``, as written by ``--save``), then writes the NUTS figures of
-docs/guide/rankings.md and prints what the guide quotes: sampler diagnostics, the posterior of
+docs/guide/preferences.md and prints what the guide quotes: sampler diagnostics, the posterior of
 the consensus order, P(in the top 3) with 90 % credible intervals, and the share of replicated
 statistics outside their 90 % bands. Replicated elections have 64,081 ballots each
 (``models.predictive_ballots``: ``pm.sample_posterior_predictive`` of the observed
@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from pm_perm._io import atomic_path, save_figure
-from pm_perm.rankings import analysis, models, plots
-from pm_perm.rankings.data import read_preflib
+from pm_perm.preferences import analysis, models, plots
+from pm_perm.preferences.data import read_preflib
 
 ROOT = Path(__file__).resolve().parents[1]
 MEATH = ROOT.parent / "shared" / "data" / "preflib" / "irish" / "00001-00000003.soi"

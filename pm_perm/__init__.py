@@ -50,7 +50,7 @@ plackett_luce / PlackettLuce / rankings
     Plackett-Luce log-likelihood of top-k and tied rank-form orders (ties: exact probability that
     a block fills its positions in any order, subset DP O(s 2^s)), O(M) per distinct order, its
     gradient by one reverse pass, Gumbel-max draws; PrefLib reader/writer and ``RankingData``
-    (orders aggregated with counts) in :mod:`pm_perm.rankings`.
+    (orders aggregated with counts) in :mod:`pm_perm.preferences`.
 partial_order_loglik / PartialRanking
     Exact likelihood of top-k and tied rankings under the permutation exponential family: one
     suffix subset table shared by all orders of one W, tie blocks by block permanents, gradient by
@@ -72,7 +72,7 @@ from pm_perm._numba import prepare_pytensor_cache as _prepare_pytensor_cache  # 
 
 _prepare_pytensor_cache()  # before PyTensor is imported (read-only HOME: a temporary cache)
 
-from pm_perm.jax_backend import lazy as _jax_lazy  # noqa: E402
+from pm_perm.backends.jax import lazy as _jax_lazy  # noqa: E402
 
 # JAX implementations of every Op (numpyro / blackjax / nutpie's JAX backend), registered with
 # PyTensor's JAX linker when it is first imported (PM_PERM_NO_JAX=1: never).
@@ -96,12 +96,12 @@ _LAZY = {
     "EXACT_MAX_M": "pm_perm.kernels.permanent",
     "expected_topk_gain": "pm_perm.ops.cardinality",
     "log_expected_topk_gain": "pm_perm.ops.cardinality",
-    "check_find_map": "pm_perm._map",
-    "check_draws": "pm_perm._map",
-    "sampler_warnings": "pm_perm._map",
-    "MapFitError": "pm_perm._map",
-    "SamplingError": "pm_perm._map",
+    "check_find_map": "pm_perm.inference",
+    "check_draws": "pm_perm.inference",
+    "sampler_warnings": "pm_perm.inference",
+    "MapFitError": "pm_perm.inference",
+    "SamplingError": "pm_perm.inference",
 }
 __all__ = list(_LAZY)  # public name -> the module that defines it, above
-# the public names of __all__ and the subpackages (pm_perm.rankings, ...), on first access
+# the public names of __all__ and the subpackages (pm_perm.preferences, ...), on first access
 __getattr__, __dir__ = _lazy_attributes(__name__, _LAZY, globals())

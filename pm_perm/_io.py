@@ -269,3 +269,20 @@ def file_record(path, *, chunk=1 << 20):
         while block := fh.read(chunk):
             h.update(block)
     return {"path": str(path.resolve()), "size": path.stat().st_size, "sha256": h.hexdigest()}
+
+
+def check_output_option(parser, option, path, inputs=()):
+    """Check the output file ``path`` of a command-line ``option`` before any work; a bad path
+    ends the run with ``parser.error`` (one line, exit status 2).
+
+    For scripts whose outputs are results (benchmarks, docs generators): missing folders are
+    created (with their parents); an older result file may be replaced, one of ``inputs`` never.
+    Nothing is checked when ``path`` is None or empty.
+    """
+    if not path:
+        return
+    try:
+        make_folder(option, Path(path).parent)
+        check_outputs({option: path}, inputs, overwrite=True)
+    except OutputPathError as err:
+        parser.error(str(err))

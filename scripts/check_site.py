@@ -34,7 +34,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-DEFAULT_PAGES = ("index.html", "guide/ranking/index.html", "api/distributions/index.html")
+DEFAULT_PAGES = ("index.html", "guide/learning_to_rank/index.html", "api/distributions/index.html")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--hide-scrollbars", "--virtual-time-budget=15000")

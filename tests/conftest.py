@@ -59,8 +59,8 @@ TESTS = Path(__file__).resolve().parent
 # compilation: 25-60 s of CPU each, the pages 5-75 s), started first, in this order, so that the
 # short files even out the workers' ends; the rest follow in file order.
 _START_FIRST = {name: i for i, name in enumerate([
-    "test_docs_examples.py", "jax/test_jax_rankings.py", "jax/test_jax_ops.py",
-    "rankings/test_models.py", "distributions/test_conformance.py",
+    "test_docs_examples.py", "backends/jax/test_jax_rankings.py", "backends/jax/test_jax_ops.py",
+    "preferences/test_models.py", "distributions/test_conformance.py",
     "distributions/test_cardinality.py", "ops/test_extern.py", "test_processes.py",
     "test_docs_build.py"])}
 

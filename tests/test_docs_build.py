@@ -44,7 +44,7 @@ def site(tmp_path_factory):
 
 def test_docs_build_strict(site):
     for page in ("index.html", "getting_started/index.html", "howto/learn_to_rank/index.html",
-                 "guide/ranking/index.html", "api/distributions/index.html",
+                 "guide/learning_to_rank/index.html", "api/distributions/index.html",
                  "benchmarks/index.html"):
         assert (site / page).is_file(), page
     # the math renderer is in the site itself (no CDN): the page references local copies

@@ -131,7 +131,7 @@ def test_kernels_are_cached_by_content_not_by_install_path(tmp_path):
     assert cache_hits(copies[0]) == 0
     assert cache_hits(copies[1]) == 1  # the other copy's compiled code
     assert list((cache / "pm_perm" / "kernels").glob("_checks.finite_or_minus_inf-*.nbi"))
-    cli = copies[1] / "pm_perm" / "cli.py"
+    cli = copies[1] / "pm_perm" / "cli" / "common.py"
     cli.write_text(cli.read_text() + "\n# not a kernel, but part of the package\n")
     assert cache_hits(copies[1]) == 0
     assert cache_hits(copies[0]) == 1  # the two versions' files live side by side

@@ -56,25 +56,24 @@ def test_the_check_sees_writes_in_place():
 
 
 def test_benchmark_outputs_are_checked_before_work(tmp_path, capsys):
-    """benchmarks/_outputs.check_output: missing folders are created, an older result may be
-    replaced, an input file or a folder never (exit status 2 with one line naming the option)."""
+    """pm_perm._io.check_output_option (what benchmarks/_outputs.py and the docs generators
+    use): missing folders are created, an older result may be replaced, an input file or a folder
+    never (exit status 2 with one line naming the option)."""
     import argparse
-    import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_outputs", ROOT / "benchmarks" / "_outputs.py")
-    outputs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(outputs)
+    from pm_perm._io import check_output_option, write_json
+
     parser = argparse.ArgumentParser(prog="bench")
     target = tmp_path / "a" / "b" / "result.json"
-    outputs.check_output(parser, "--json", target)
+    check_output_option(parser, "--json", target)
     assert target.parent.is_dir() and not target.exists()
-    outputs.write_result(target, {"x": [1.0, float("nan")]})
-    assert "null" in target.read_text() and "warning" in capsys.readouterr().out
-    outputs.check_output(parser, "--json", target)  # an older result: may be replaced
+    assert write_json(target, {"x": [1.0, float("nan")]})  # a warning about the NaN
+    assert "null" in target.read_text()
+    check_output_option(parser, "--json", target)  # an older result: may be replaced
     data = tmp_path / "data.txt"
     data.write_text("input\n")
     for bad, inputs in ((data, [data]), (tmp_path, [])):
         with pytest.raises(SystemExit) as stop:
-            outputs.check_output(parser, "--json", bad, inputs)
+            check_output_option(parser, "--json", bad, inputs)
         assert stop.value.code == 2 and "--json" in capsys.readouterr().err
     assert data.read_text() == "input\n"

@@ -8,7 +8,7 @@ import pytest
 
 _ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
-    "failure_catalogue", _ROOT / "benchmarks" / "failure_catalogue.py"
+    "failure_catalogue", _ROOT / "scripts" / "failure_catalogue.py"
 )
 catalogue = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(catalogue)
@@ -29,5 +29,5 @@ def test_docs_page_is_current():
     page = (_ROOT / "docs" / "guide" / "failures.md").read_text()
     assert page == catalogue.render(), (
         "docs/guide/failures.md is out of date: "
-        "run .venv/bin/python benchmarks/failure_catalogue.py --out docs/guide/failures.md"
+        "run .venv/bin/python scripts/failure_catalogue.py --out docs/guide/failures.md"
     )

@@ -8,8 +8,8 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.op import HasInnerGraph
 
-from pm_perm._map import CompiledMAP
 from pm_perm._modes import PYTHON_MODE
+from pm_perm.inference import CompiledMAP
 
 
 def _inner_graph_ops(fn):

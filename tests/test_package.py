@@ -1,5 +1,5 @@
 """``import pm_perm``: the public names and subpackages load on first use (pm_perm/__init__.py,
-pm_perm/rankings/__init__.py), so ``import pm_perm`` and the command line's help start without
+pm_perm/preferences/__init__.py), so ``import pm_perm`` and the command line's help start without
 numba, and the ranking-data readers without PyMC; the distributions register the
 latent-permutation step method with PyMC."""
 
@@ -21,7 +21,8 @@ def _python(code):
 
 
 def test_import_help_and_preflib_reader_do_not_import_pymc(tmp_path):
-    """``import pm_perm``, ``pm-perm --help`` / ``rank --help`` / ``rankings --help`` and
+    """``import pm_perm``, ``pm-perm --help`` / ``learn-to-rank --help`` / ``preferences --help``
+    and
     reading a PrefLib file import neither PyMC nor PyTensor; ``import pm_perm`` and the help
     texts do not import numba either (0.3 s)."""
     soi = tmp_path / "ballots.soi"
@@ -33,12 +34,12 @@ import contextlib, io, sys
 import pm_perm
 print("numba" in sys.modules)
 from pm_perm.cli import main
-for argv in (["--help"], ["rank", "--help"], ["rankings", "--help"]):
+for argv in (["--help"], ["learn-to-rank", "--help"], ["preferences", "--help"]):
     with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):
         main(argv)
     assert "usage: pm-perm" in out.getvalue(), argv
 print("numba" in sys.modules)
-data = pm_perm.rankings.read_preflib({str(soi)!r})
+data = pm_perm.preferences.read_preflib({str(soi)!r})
 print(data.n_rankings, "pymc" in sys.modules, "pytensor" in sys.modules)
 """
     assert _python(code) == ["False", "False", "3", "False", "False"]
@@ -52,7 +53,7 @@ def test_every_public_name_resolves(name):
 
 
 def test_subpackages_resolve_and_unknown_names_fail():
-    assert pm_perm.rankings.read_preflib is not None
+    assert pm_perm.preferences.read_preflib is not None
     assert pm_perm.kernels.__name__ == "pm_perm.kernels"
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         pm_perm.no_such_name  # noqa: B018
@@ -68,3 +69,17 @@ pm_perm.PermutationExpFamily
 print(before, any(s.__name__ == "PermutationSwapMetropolis" for s in STEP_METHODS))
 """
     assert _python(code) == ["False", "True"]
+
+
+def test_importing_pm_perm_patches_nothing_in_pymc():
+    """``pymc.logp`` (in every module that exports it) is PyMC's own function after pm_perm and
+    every distribution are imported: pm_perm checks values inside its logps, not by wrapping
+    PyMC's API."""
+    code = """
+import pymc, pymc.logprob, pymc.logprob.basic as basic
+before = {m.__name__: m.logp for m in (pymc, pymc.logprob, basic)}
+import pm_perm, pm_perm.distributions, pm_perm.preferences.models
+print(all(m.logp is before[m.__name__] for m in (pymc, pymc.logprob, basic)),
+      pymc.logp.__module__, hasattr(pymc.logp, "__wrapped__"))
+"""
+    assert _python(code) == ["True", "pymc.logprob.basic", "False"]

@@ -72,14 +72,14 @@ def test_console_command_in_empty_venv(tmp_path):
     def rankings_and_help():
         # the ranking-data command with its default model (full) on a PrefLib file of partial
         # ballots (about 20 s of CPU on empty caches), then the help texts (4 s each: imports)
-        from pm_perm.rankings.data import write_preflib
-        from pm_perm.rankings.synthetic import rank_one_logits, simulate_rankings
+        from pm_perm.preferences.data import write_preflib
+        from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
 
         ballots = simulate_rankings(300, logits=rank_one_logits([2.0, 1.0, 0.0, -1.0]),
                                     length_probs=[0, 0.4, 0.3, 0, 0.3], rng=0, item_names="ABCD")
         write_preflib(ballots, tmp_path / "ballots.soi")
-        return [run("rankings", "ballots.soi", "--fit", "map", "--json", "rankings.json"),
-                run("--help"), run("rank", "--help")]
+        return [run("preferences", "ballots.soi", "--fit", "map", "--json", "rankings.json"),
+                run("--help"), run("learn-to-rank", "--help")]
 
     # Two streams (10-30 s of CPU each, on full or empty caches), so that .ci/run's last part
     # (this check may end after the suite) uses both cores.
@@ -89,15 +89,16 @@ def test_console_command_in_empty_venv(tmp_path):
         _write_letor(tmp_path / "train.txt", 8, rng)
         _write_letor(tmp_path / "test.txt", 4, rng)
         for model in ("ridge", "rankmatch", "ordinal"):
-            proc = run("rank", "--train", "train.txt", "--test", "test.txt", "--model", model,
+            proc = run("learn-to-rank", "--train", "train.txt", "--test", "test.txt", "--model",
+                       model,
                        "--fit", "map", "--prior-sigma", "1", "--json", f"{model}.json")
-            assert proc.returncode == 0, (f"pm-perm rank --model {model} failed:\n"
+            assert proc.returncode == 0, (f"pm-perm learn-to-rank --model {model} failed:\n"
                                           f"{proc.stderr[-3000:]}")
             test_metrics = json.loads((tmp_path / f"{model}.json").read_text())["test"]
             assert test_metrics and all(0.0 <= v <= 1.0 for v in test_metrics.values()), (
                 test_metrics)
         rankings, *helps = other.result(timeout=600)
-    assert rankings.returncode == 0, f"pm-perm rankings failed:\n{rankings.stderr[-3000:]}"
+    assert rankings.returncode == 0, f"pm-perm preferences failed:\n{rankings.stderr[-3000:]}"
     result = json.loads((tmp_path / "rankings.json").read_text())
     assert result["n_rankings"] == 300 and sorted(result["consensus"]) == list("ABCD")
     for proc in helps:

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_unit_of_work_is_the_file_except_for_split_files():
     assert unit_of_work("tests/ops/test_a.py::test_x[1-2]") == "tests/ops/test_a.py"
     assert unit_of_work("tests/ops/test_a.py::TestC::test_y") == "tests/ops/test_a.py"
-    page = "tests/test_docs_examples.py::test_page_code_blocks_run[guide/ranking.md]"
+    page = "tests/test_docs_examples.py::test_page_code_blocks_run[guide/learning_to_rank.md]"
     assert unit_of_work(page) == page
 
 

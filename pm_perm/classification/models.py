@@ -28,8 +28,8 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from scipy.optimize import minimize
 
-from pm_perm._map import MapFitError, check_optimum
 from pm_perm.distributions.cardinality import NChooseK
+from pm_perm.inference import MapFitError, check_optimum
 from pm_perm.ops.cardinality import log_expected_topk_gain
 
 BIAS_SIGMA = 10.0
@@ -201,7 +201,7 @@ class MapFitter:
         -------
         dict
             ``{name: array}`` at the optimum, plus ``"_info"``: iterations, seconds, objective,
-            ``converged`` (:func:`pm_perm._map.check_optimum`; a ``RuntimeWarning`` is issued
+            ``converged`` (:func:`pm_perm.inference.check_optimum`; a ``RuntimeWarning`` is issued
             when False) and scipy's message.
         """
         for name, value in data.items():

@@ -218,7 +218,6 @@ class ConditionalBernoulliRV(RandomVariable):
     signature = "(n),()->(n)"
     dtype = "int64"
     _print_name = ("ConditionalBernoulli", "\\operatorname{ConditionalBernoulli}")
-    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, k, size):
@@ -399,7 +398,6 @@ class NChooseKRV(RandomVariable):
     signature = "(n),(m)->(n)"
     dtype = "int64"
     _print_name = ("NChooseK", "\\operatorname{NChooseK}")
-    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, count_probs, size):
@@ -548,7 +546,6 @@ class OrdinalNChooseKRV(RandomVariable):
     signature = "(n),(r,m),()->(n)"
     dtype = "int64"
     _print_name = ("OrdinalNChooseK", "\\operatorname{OrdinalNChooseK}")
-    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
 
     @classmethod
     def rng_fn(cls, rng, logits, count_probs, use_prior, size):

@@ -60,7 +60,6 @@ class PartialRankingRV(RandomVariable):
     name = "partial_ranking"
     signature = "(m,m),(),(l)->(m)"
     dtype = "int64"
-    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
     _print_name = ("PartialRanking", "\\operatorname{PartialRanking}")
 
     @classmethod
@@ -162,7 +161,7 @@ class PartialRanking(pm.Discrete):
       the logp of a row is ``count * log p(order)``.
 
     Reading and writing such data (PrefLib files, plain arrays): the user guide page "Ranking
-    data" (``docs/guide/rankings_data.md``).
+    data" (``docs/guide/preferences_data.md``).
 
     ========  ==========================================================================
     Support   rank-form orders (above); draws are complete or top-k (never tied)

@@ -88,7 +88,8 @@ _BUDGET_MSG = (
     "PermutationExpFamily(method='bethe'): the exact Huber-Law sampler used its work budget "
     "(max_work = trials x M^2) without accepting a draw: the weights are too spread for exact "
     "sampling at this size. Use swap MCMC instead (pm.sample picks the swap step of "
-    "pm_perm.step_methods for an unobserved PermutationExpFamily; pm_perm.kernels.swap_mcmc for "
+    "pm_perm.inference.step_methods for an unobserved PermutationExpFamily; "
+    "pm_perm.kernels.swap_mcmc for "
     "draws outside a model), or pass a larger max_work= to PermutationExpFamily.dist"
 )
 
@@ -100,10 +101,9 @@ class PermutationExpFamilyRV(RandomVariable):
     signature = "(m,m)->(m)"
     dtype = "int64"
     _print_name = ("PermutationExpFamily", "\\operatorname{PermutationExpFamily}")
-    #: tells :mod:`pm_perm.step_methods` that values are permutations (swap-move step method)
+    # : tells :mod:`pm_perm.inference.step_methods` that values are permutations (swap-move step
+    # method)
     support_is_permutation = True
-    #: non-integer literal values get logp = -inf (see pm_perm.distributions._values)
-    integer_values = True
 
     @classmethod
     def rng_fn(cls, rng, logits, size):
@@ -393,7 +393,7 @@ class PermutationExpFamily(pm.Discrete):
         ``method="bethe"`` only: the work budget of one exact Huber-Law draw, in trials x M^2
         elementary steps (about 1-5 s on one core; 2,500 trials at M = 200, capped at
         ``HUBER_LAW_MAX_TRIALS`` = 1e6). A draw that needs more raises ``RuntimeError``
-        naming the alternative, swap MCMC (:mod:`pm_perm.step_methods`,
+        naming the alternative, swap MCMC (:mod:`pm_perm.inference.step_methods`,
         :mod:`pm_perm.kernels.swap_mcmc`), instead of running for minutes.
 
     Notes

@@ -1,7 +1,7 @@
 """``PlackettLuce``: the Plackett-Luce distribution over complete, top-k and tied rankings.
 
 Values are rank-form orders; the convention (positions, ``-1`` = unranked, ties sharing the
-smallest position of their block) is stated once, in ``docs/guide/rankings_data.md``.
+smallest position of their block) is stated once, in ``docs/guide/preferences_data.md``.
 """
 
 from __future__ import annotations
@@ -64,7 +64,6 @@ class PlackettLuceRV(RandomVariable):
     name = "plackett_luce"
     signature = "(m),(),(l)->(m)"
     dtype = "int64"
-    integer_values = True  # non-integer literal values: logp = -inf (distributions._values)
     _print_name = ("PlackettLuce", "\\operatorname{PlackettLuce}")
 
     @classmethod
@@ -156,7 +155,7 @@ class PlackettLuce(pm.Discrete):
     internal order (the sum over those orders).
 
     ========  ==========================================================
-    Support   rank-form orders (``docs/guide/rankings_data.md``); draws are complete rankings,
+    Support   rank-form orders (``docs/guide/preferences_data.md``); draws are complete rankings,
               or top-k ballots when ``length_probs`` is given
     Mode      items sorted by decreasing utility (with ``length_probs``: the top ``argmax k``)
     ========  ==========================================================

@@ -1,7 +1,7 @@
 """Plackett-Luce log-likelihood of rank-form orders (top-k, ties), its gradient, exact draws.
 
 Utilities ``u`` (M,): the first item is item ``i`` with probability ``exp(u_i) / sum_j exp(u_j)``,
-the next among the rest, and so on. Orders are in rank form (``docs/guide/rankings_data.md``).
+the next among the rest, and so on. Orders are in rank form (``docs/guide/preferences_data.md``).
 An order is a sequence of blocks (single items, tie blocks, then the unranked items); with
 ``R_b`` the items of blocks ``b, b+1, ...`` and ``L_b = log sum_{j in R_b} exp(u_j)``:
 

@@ -1,6 +1,6 @@
 """Rank-form orders (top-k and weak orders): parsing into blocks and validation.
 
-The value convention is stated once, in ``docs/guide/rankings_data.md``: ``y[i]`` is the
+The value convention is stated once, in ``docs/guide/preferences_data.md``: ``y[i]`` is the
 position of item ``i`` (0 = first), tied items share the smallest position of their block,
 unranked items hold ``-1`` and form an implicit last block. Shared by the likelihood kernels
 and the data layer; O(M) per order.

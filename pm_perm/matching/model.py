@@ -23,10 +23,10 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy.optimize import linear_sum_assignment, minimize_scalar
 
-from pm_perm._map import laplace_whitening as _laplace_whitening
-from pm_perm._map import map_path
 from pm_perm.distributions import PermutationExpFamily, edge_logits
 from pm_perm.distributions.permutation import _check_observed as check_observed_permutations
+from pm_perm.inference import laplace_whitening as _laplace_whitening
+from pm_perm.inference import map_path
 from pm_perm.kernels.matching import max_weight_matching
 from pm_perm.kernels.permanent import log_permanent, permutation_marginals
 
@@ -282,7 +282,7 @@ def fit_map(x, y, prior_sigmas=(1.0,), validation=None, method="exact", tiebreak
     Notes
     -----
     The same optimum as ``pm.find_MAP`` (L-BFGS-B on the model's log posterior and gradient),
-    but the log posterior is compiled once for all scales (``pm_perm._map.map_path``).
+    but the log posterior is compiled once for all scales (``pm_perm.inference.map_path``).
     The negative log posterior is convex in ``theta`` (Petterson et al. 2009), so the start does
     not matter. Each L-BFGS-B step costs one value-and-gradient pass, O(n_pairs M 2^M).
     """

@@ -1,6 +1,6 @@
 """Definitional (slow) implementations for partial orders: oracles of the tests.
 
-A rank-form order (``docs/guide/rankings_data.md``) is an event over complete rankings: the
+A rank-form order (``docs/guide/preferences_data.md``) is an event over complete rankings: the
 complete rankings consistent with it. Its probability under any model of complete rankings is
 the sum over that set. Nothing here is used by the production code.
 """

@@ -8,9 +8,9 @@ from pymc.sampling.mcmc import assign_step_methods
 from scipy import stats
 
 from pm_perm import PermutationExpFamily, edge_logits
+from pm_perm.inference.step_methods import PermutationSwapMetropolis
 from pm_perm.kernels.bethe import bethe_log_permanent_and_marginals
 from pm_perm.reference.permutations import all_permutations, log_permanent_enum
-from pm_perm.step_methods import PermutationSwapMetropolis
 
 
 @pytest.mark.parametrize("M", [6, 40])

@@ -10,7 +10,7 @@ from scipy import stats
 
 import pm_perm
 from pm_perm.kernels.plackett_luce import plackett_luce_loglik as loglik_np
-from tests.rankings._brute import every_top_k_order
+from tests.preferences._brute import every_top_k_order
 
 
 def test_logp_matches_kernel_with_weights():
@@ -123,7 +123,7 @@ def test_observed_validated_at_model_build():
 def test_map_recovers_utilities_from_aggregated_ballots():
     """Weighted (aggregated) top-k data: find_MAP with a ZeroSumNormal prior lands near the
     truth (4,000 ballots: standard errors about 0.05)."""
-    from pm_perm.rankings import RankingData
+    from pm_perm.preferences import RankingData
 
     true = np.array([1.0, 0.3, -0.4, -0.9])
     draws = pm.draw(pm_perm.PlackettLuce.dist(true, length_probs=[0, 0.3, 0.3, 0.2, 0.2],

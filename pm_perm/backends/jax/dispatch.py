@@ -1,0 +1,179 @@
+"""Registration of the JAX implementations of every pm_perm Op with PyTensor's JAX linker.
+
+Imported when PyTensor's JAX backend is first imported (:mod:`pm_perm.backends.jax.lazy`; set
+``PM_PERM_NO_JAX=1`` to never register). The functions registered here are
+the CORE Ops' implementations; PyTensor's ``Blockwise`` wraps them in ``jnp.vectorize``.
+Shapes are static under ``jax.jit``, so size limits are checked when the graph is traced.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from pytensor.graph.basic import Constant
+from pytensor.link.jax.dispatch import jax_funcify
+
+from pm_perm.backends.jax import (
+    bethe,
+    cardinality,
+    matching,
+    partial_orders,
+    permanent,
+    plackett_luce,
+)
+from pm_perm.ops import bethe as bethe_ops
+from pm_perm.ops import cardinality as card_ops
+from pm_perm.ops import matching as matching_ops
+from pm_perm.ops import partial_orders as po_ops
+from pm_perm.ops import permanent as perm_ops
+from pm_perm.ops import plackett_luce as pl_ops
+
+
+def _check_square(op, W):
+    if getattr(op, "method", "dp") != "dp":
+        raise NotImplementedError(
+            f"method={op.method!r} of the exact permanent has no JAX implementation; compile "
+            "with PyTensor's default numba backend (the JAX backend runs method='dp' only)"
+        )
+    M0, M1 = W.shape[-2:]
+    if M0 != M1:
+        raise ValueError(f"logits must be square (M, M); got shape {W.shape}")
+    if M0 > op.max_m:
+        raise ValueError(f"M = {M0} is beyond the exact limit {op.max_m}")
+
+
+@jax_funcify.register(perm_ops.LogPermanent)
+def _jax_log_permanent(op, node=None, **kwargs):
+    def log_permanent_jax(W):
+        _check_square(op, W)
+        return permanent.log_permanent(W)
+
+    return log_permanent_jax
+
+
+@jax_funcify.register(perm_ops.PermutationMarginals)
+def _jax_permutation_marginals(op, node=None, **kwargs):
+    def permutation_marginals_jax(W):
+        _check_square(op, W)
+        return permanent.permutation_marginals(W)
+
+    return permutation_marginals_jax
+
+
+@jax_funcify.register(perm_ops.LogPermanentAndMarginals)
+def _jax_log_permanent_and_marginals(op, node=None, **kwargs):
+    def log_permanent_and_marginals_jax(W):
+        _check_square(op, W)
+        return permanent.log_permanent_and_marginals(W)
+
+    return log_permanent_and_marginals_jax
+
+
+@jax_funcify.register(card_ops.LogESP)
+def _jax_log_esp(op, node=None, **kwargs):
+    return cardinality.log_esp
+
+
+@jax_funcify.register(card_ops.LogESPAndMarginals)
+def _jax_log_esp_and_marginals(op, node=None, **kwargs):
+    return cardinality.log_esp_and_marginals
+
+
+@jax_funcify.register(card_ops.ConditionalCovarianceDot)
+def _jax_conditional_covariance_dot(op, node=None, **kwargs):
+    return cardinality.conditional_covariance_dot
+
+
+def _bethe_fn(op, fn):
+    tol, max_iter = op.tol, op.max_iter
+
+    def bethe_jax(W):
+        return fn(W, tol, max_iter)
+
+    return bethe_jax
+
+
+@jax_funcify.register(bethe_ops.BetheLogPermanent)
+def _jax_bethe_log_permanent(op, node=None, **kwargs):
+    return _bethe_fn(op, bethe.bethe_log_permanent)
+
+
+@jax_funcify.register(bethe_ops.BetheMarginals)
+def _jax_bethe_marginals(op, node=None, **kwargs):
+    return _bethe_fn(op, lambda W, t, n: bethe.bethe_log_permanent_and_marginals(W, t, n)[1])
+
+
+@jax_funcify.register(bethe_ops.BetheLogPermanentAndMarginals)
+def _jax_bethe_both(op, node=None, **kwargs):
+    def bethe_both_jax(W):
+        v, G = bethe.bethe_log_permanent_and_marginals(W, op.tol, op.max_iter)
+        return v, G
+
+    return bethe_both_jax
+
+
+@jax_funcify.register(matching_ops.MaxWeightMatching)
+def _jax_max_weight_matching(op, node=None, **kwargs):
+    def max_weight_matching_jax(W):
+        return matching.max_weight_matching(W).astype(jnp.int64)
+
+    return max_weight_matching_jax
+
+
+# ----------------------------------------------------------------------------- ranking data
+# (orders known when the graph is compiled are parsed once, for the XLA program)
+
+
+def _const_orders(node):
+    """The orders (input 1) of a core node when they are a constant of the graph, else None."""
+    orders = None if node is None else node.inputs[1]
+    return orders.data if isinstance(orders, Constant) else None
+
+
+def _po_fns(op, node):
+    return partial_orders.loglik_fns(op.max_m, _const_orders(node))
+
+
+@jax_funcify.register(po_ops.PartialOrderLoglik)
+def _jax_partial_order_loglik(op, node=None, **kwargs):
+    return _po_fns(op, node)[0]
+
+
+@jax_funcify.register(po_ops.PartialOrderLoglikSumAndGrad)
+def _jax_partial_order_sum_and_grad(op, node=None, **kwargs):
+    return _po_fns(op, node)[1]
+
+
+@jax_funcify.register(po_ops.PartialOrderLoglikSum)
+def _jax_partial_order_sum(op, node=None, **kwargs):
+    sum_and_grad = _po_fns(op, node)[1]
+    return lambda W, orders, w: sum_and_grad(W, orders, w)[0]
+
+
+@jax_funcify.register(po_ops.PartialOrderLoglikAndGrad)
+def _jax_partial_order_loglik_and_grad(op, node=None, **kwargs):
+    return _po_fns(op, node)[2]
+
+
+def _pl_fns(node):
+    return plackett_luce.loglik_fns(_const_orders(node))
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglik)
+def _jax_plackett_luce_loglik(op, node=None, **kwargs):
+    return _pl_fns(node)[0]
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglikVJP)
+def _jax_plackett_luce_vjp(op, node=None, **kwargs):
+    values_and_grad = _pl_fns(node)[2]
+    return lambda u, orders, g: values_and_grad(u, orders, g)[1]
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglikSum)
+def _jax_plackett_luce_sum(op, node=None, **kwargs):
+    return _pl_fns(node)[1]
+
+
+@jax_funcify.register(pl_ops.PlackettLuceLoglikAndVJP)
+def _jax_plackett_luce_loglik_and_vjp(op, node=None, **kwargs):
+    return _pl_fns(node)[2]

@@ -1,0 +1,341 @@
+"""``pm-perm preferences``: fit a model of ranking data (PrefLib file), report held-out fit.
+
+Examples
+--------
+::
+
+    pm-perm preferences ED-00028-00000001.soi --model full --fit map --json apa.json
+    pm-perm preferences meath.soi --model rank-one --components 3 --heldout-fraction 0.2 \\
+        --json meath.json --plots meath_plots
+    pm-perm preferences ballots.soi --model plackett-luce --fit nuts --chains 4 --json pl.json
+
+The ballots are split at random (``--seed``) into a held-out share ``--heldout-fraction`` of the
+BALLOTS and a training share; the model (:mod:`pm_perm.preferences.models`) is fitted to the
+training ballots by MAP or NUTS. Reported log-likelihoods are natural logs per ballot of the
+observed (partial) orders, the ballot length not included: under MAP the plug-in
+``log p(order | MAP)``; under NUTS the log posterior predictive density
+``log mean_draws p(order | draw)`` (over at most ``--max-loglik-draws`` draws). The consensus
+is the most probable complete order of each draw (:func:`pm_perm.preferences.analysis.
+consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
+says nothing about uncertainty: use ``--fit nuts`` for that.
+
+JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``,
+``train`` / ``heldout`` (``loglik_per_ranking``, ``n_rankings``, ``n_distinct``), ``logits``
+(the fitted item x position matrix, rows = items in file order, columns = positions first to
+last: MAP, or posterior mean under NUTS; ``null`` for Plackett-Luce, which has ``utilities``
+instead, and for mixtures, whose ``blocs`` list each component's weight, logits and consensus),
+``consensus`` (item names first to last), ``consensus_posterior``, ``position_marginals``,
+``diagnostics``, ``sampler``, ``timings``, ``warnings`` (sampler, numerical and JSON
+warnings), ``output_errors`` (only when an output could not be written) and ``run``, what is
+needed to reproduce the run, as for ``pm-perm learn-to-rank``
+(:func:`pm_perm.cli.learning_to_rank.run_record`: version, argv, settings, seed, draws/tune/chains,
+the input's path, size and sha256, library versions).
+
+Outputs follow :mod:`pm_perm._io`: every output path (``--json`` and the ``--plots`` files) is
+checked before the data is read; the input is never overwritten (not even with
+``--overwrite``); an existing output needs ``--overwrite``; files are written atomically, each
+on its own (one that fails does not stop the others); the JSON is strict (a non-finite number
+becomes ``null`` and a warning).
+
+Exit status: 0 success; 1 an output could not be written (the others were; the JSON lists the
+failures in ``output_errors``); 2 bad input or output path (nothing fitted or written); 3 the
+fit failed (MAP did not converge, NUTS returned incomplete or non-finite draws, a non-finite
+log-likelihood; nothing written); 130 interrupted (Ctrl-C; nothing written). Settings out of
+range (``--prior-sigma`` not positive and finite, ``--target-accept`` outside (0, 1), a negative
+``--seed`` or ``--tune``, ``--draws`` or ``--chains`` below 1) are refused when the command line
+is parsed (exit 2, before the data is read).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from pm_perm.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FIT_FAILED,
+    EXIT_INTERRUPTED,
+    FRACTION,
+    NON_NEGATIVE_INT,
+    OPEN_UNIT_FLOAT,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    finish_outputs,
+    run_record,
+    write_json_result,
+)
+from pm_perm.cli.common import status as _status
+
+__all__ = ["add_parser", "run_rankings"]
+
+MODELS = {"plackett-luce": "plackett_luce_model", "rank-one": "rank_one_model",
+          "full": "full_model"}
+
+
+def add_parser(subparsers):
+    """Register the ``rankings`` subcommand on an ``argparse`` sub-parser collection."""
+    p = subparsers.add_parser("preferences",
+                              help="Bayesian analysis of ranking data (PrefLib files)",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("data_file", metavar="DATA_FILE", help="PrefLib .soc/.soi/.toc/.toi file")
+    model = p.add_argument_group("model")
+    model.add_argument("--model", choices=tuple(MODELS), default="full")
+    model.add_argument("--components", type=POSITIVE_INT, default=1, metavar="K",
+                       help="mixture components (voting blocs); default 1")
+    model.add_argument("--prior-sigma", type=POSITIVE_FLOAT, default=3.0,
+                       help="prior scale of the item utilities (default 3)")
+    model.add_argument("--learn-positions", action="store_true",
+                       help="rank-one model: learn the decreasing position profile c")
+    fit = p.add_argument_group("fit")
+    fit.add_argument("--fit", choices=("map", "nuts"), default="map")
+    fit.add_argument("--heldout-fraction", type=FRACTION, default=0.0, metavar="F",
+                     help="share of the ballots held out (default 0: none)")
+    fit.add_argument("--seed", type=NON_NEGATIVE_INT, default=0)
+    fit.add_argument("--starts", type=POSITIVE_INT, default=None, metavar="N",
+                     help="MAP: jittered starts, best kept (default 1, or 3 for mixtures)")
+    fit.add_argument("--draws", type=POSITIVE_INT, default=1000)
+    fit.add_argument("--tune", type=NON_NEGATIVE_INT, default=1000)
+    fit.add_argument("--chains", type=POSITIVE_INT, default=4)
+    fit.add_argument("--target-accept", type=OPEN_UNIT_FLOAT, default=0.9,
+                     help="NUTS: target acceptance rate, in (0, 1) (default 0.9)")
+    fit.add_argument("--max-loglik-draws", type=POSITIVE_INT, default=200,
+                     help="NUTS: posterior draws used for log-likelihoods and plots (default 200)")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", metavar="OUT.json", required=True, help="results as JSON")
+    out.add_argument("--plots", metavar="DIR", help="save positions.png, pairwise.png, "
+                     "consensus.png, ppc.png (posterior predictive checks) and, for mixtures, "
+                     "blocs.png")
+    out.add_argument("--ppc-reps", type=POSITIVE_INT, default=100,
+                     help="replicated data sets for the posterior predictive checks (default 100)")
+    out.add_argument("--overwrite", action="store_true", help="replace output files that "
+                     "already exist (an output that is the input file is refused even then)")
+    p.set_defaults(func=run_rankings)
+    return p
+
+
+def plot_files(components):
+    """Names of the files ``--plots`` writes (:func:`pm_perm.preferences.plots.save_all`)."""
+    from pm_perm.preferences.plots import FIGURES
+
+    return [f for f in FIGURES if f != "blocs.png" or components > 1]
+
+
+def _check_args(args):
+    """Validate the input, the settings argparse cannot check alone and every output path,
+    before any work (the numeric settings are checked by their argparse types)."""
+    from pm_perm._io import check_outputs
+
+    src = Path(args.data_file)
+    if src.is_dir():
+        raise ValueError(f"data file {src} is a directory; give a PrefLib file")
+    if not src.is_file():
+        raise FileNotFoundError(f"data file {src} not found")
+    if args.learn_positions and args.model != "rank-one":
+        raise ValueError("--learn-positions applies to --model rank-one only")
+    check_outputs({"--json": args.json}, [src], overwrite=args.overwrite,
+                  directories={"--plots": (args.plots, plot_files(args.components))})
+
+
+def _loglik_per_ranking(post, family, data, *, fit, max_draws, seed):
+    """Per-ballot natural-log likelihood of ``data`` (plug-in for MAP, lpd for NUTS)."""
+    from scipy.special import logsumexp
+
+    from pm_perm.preferences.models import pointwise_loglik
+
+    if data.n_rankings == 0:
+        return None
+    ll = pointwise_loglik(post, family, data.orders, max_draws=max_draws, rng=seed)
+    lpd = ll[0] if fit == "map" else logsumexp(ll, axis=0) - np.log(ll.shape[0])
+    if not np.all(np.isfinite(lpd)):
+        raise RuntimeError("the fitted model gives a non-finite log-likelihood to some ballots")
+    return float(data.counts @ lpd / data.n_rankings)
+
+
+def _nuts_diagnostics(idata, family, components):
+    import arviz as az
+
+    names = ["u" if family == "plackett-luce" else "W"]
+    if components > 1:
+        names.append("mixture_weights")
+    summary = az.summary(idata, var_names=names, kind="diagnostics")
+    stats = idata["sample_stats"]
+    div = int(np.asarray(stats["diverging"].values).sum()) if "diverging" in stats else None
+    r_hat = float(np.nanmax(np.asarray(summary["r_hat"], dtype=float)))
+    ess = float(np.nanmin(np.asarray(summary["ess_bulk"], dtype=float)))
+    return {"max_r_hat": r_hat, "min_ess_bulk": ess, "divergences": div,
+            "converged": bool(r_hat <= 1.01 and div == 0)}
+
+
+def _fit(args, train):
+    from pm_perm.inference import SamplingError, sampler_warnings
+    from pm_perm.preferences import models as rmod
+
+    kwargs = {"components": args.components, "prior_sigma": args.prior_sigma}
+    if args.model == "rank-one":
+        kwargs["learn_positions"] = args.learn_positions
+    if args.model == "full" and args.fit == "nuts":
+        kwargs["parametrization"] = "auto"  # centred for many ballots per entry of W
+    rm = getattr(rmod, MODELS[args.model])(train, **kwargs)
+    if args.fit == "map":
+        starts = args.starts or (1 if args.components == 1 else 3)
+        point = rmod.fit_map(rm, seed=args.seed, n_starts=starts)
+        diag = point.pop("_optimizer")
+        return rmod.posterior_params(point, args.model), diag, {"starts": starts}
+    _status(f"NUTS: {args.chains} chains x {args.draws} draws ({args.tune} tuning)")
+    idata = rmod.fit_nuts(rm, draws=args.draws, tune=args.tune, chains=args.chains,
+                          seed=args.seed, target_accept=args.target_accept)
+    post = rmod.posterior_params(idata, args.model)
+    if not all(np.all(np.isfinite(v)) for v in post.values()):
+        raise SamplingError("NUTS returned non-finite draws (mixture weights or ballot-length "
+                            "probabilities); nothing is reported")
+    diag = _nuts_diagnostics(idata, args.model, args.components)
+    for w in sampler_warnings(diag):
+        warnings.warn(w, RuntimeWarning, stacklevel=1)
+    sampler = {"draws": args.draws, "tune": args.tune, "chains": args.chains,
+               "target_accept": args.target_accept, "sampler": idata.attrs.get("pm_perm_sampler"),
+               "parametrization": rm.parametrization}
+    return post, diag, sampler
+
+
+def _thin(post, max_draws, seed):
+    S = post["params"].shape[0]
+    if S <= max_draws:
+        return post
+    idx = np.sort(np.random.default_rng(seed).choice(S, max_draws, replace=False))
+    return {k: v[idx] for k, v in post.items()}
+
+
+def run_rankings(args):
+    """Entry point of ``pm-perm preferences``; returns the exit status (module docstring)."""
+    from pm_perm._io import OutputPathError
+
+    t0 = time.perf_counter()
+    try:
+        _check_args(args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            from pm_perm.preferences.data import read_preflib
+
+            data = read_preflib(args.data_file)
+            if args.heldout_fraction > 0:
+                train, heldout = data.split_ballots(args.heldout_fraction,
+                                                    np.random.default_rng(args.seed))
+            else:
+                train, heldout = data, None
+            _status(f"{data.n_rankings} ballots ({data.n_distinct} distinct) over "
+                    f"{data.n_items} items; fitting {args.model} (K={args.components}) by "
+                    f"{args.fit.upper()} on {train.n_rankings} ballots")
+            t_fit = time.perf_counter()
+            post, diag, sampler = _fit(args, train)
+            t_fit = time.perf_counter() - t_fit
+            result, figures = _report(args, data, train, heldout, post, diag)
+    except KeyboardInterrupt:
+        print("pm-perm preferences: interrupted (Ctrl-C) before the fit finished; nothing was "
+              "written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (OutputPathError, ValueError, OSError) as err:
+        print(f"pm-perm preferences: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except RuntimeError as err:  # MapFitError, SamplingError, non-finite log-likelihoods
+        print(f"pm-perm preferences: the fit failed, nothing was written: {err}", file=sys.stderr)
+        return EXIT_FIT_FAILED
+    result["warnings"] = list(dict.fromkeys(str(w.message).strip() for w in caught))
+    for w in result["warnings"]:
+        print(f"pm-perm preferences: warning: {w}", file=sys.stderr)
+    result["sampler"] = sampler
+    result["timings"] = {"fit": round(t_fit, 3), "total": round(time.perf_counter() - t0, 3)}
+    result["run"] = run_record(args, [args.data_file])
+    print(format_summary(result))
+    return _write_outputs(args, result, figures)
+
+
+def _write_outputs(args, result, figures):
+    """Write the figures, then the JSON; one failing does not stop the other (exit status 1)."""
+    failed = []
+    if figures is not None:
+        from pm_perm.preferences.plots import save_all
+
+        _status("saving plots")
+        try:
+            result["plots"] = save_all(args.plots, **figures)
+        except Exception as err:  # noqa: BLE001 - reported, the JSON is still written
+            failed.append(f"--plots {args.plots}: {type(err).__name__}: {err}")
+    try:
+        write_json_result("preferences", args.json, result, failed)
+    except Exception as err:  # noqa: BLE001
+        failed.append(f"--json {args.json}: {type(err).__name__}: {err}")
+    return finish_outputs("preferences", failed)
+
+
+def _report(args, data, train, heldout, post, diag):
+    from pm_perm.preferences import analysis
+
+    family, K = args.model, args.components
+    small = _thin(post, args.max_loglik_draws, args.seed)
+    ll = {name: _loglik_per_ranking(small, family, d, fit=args.fit,
+                                    max_draws=args.max_loglik_draws, seed=args.seed)
+          for name, d in (("train", train), ("heldout", heldout)) if d is not None}
+    names = list(data.item_names)
+    consensus = analysis.consensus_posterior(small, family, top=10)
+    marg = analysis.position_marginals(small, family, rng=args.seed)
+    mean = small["params"].mean(axis=0)  # (K, M, M) or (K, M)
+    result = {
+        "model": family, "components": K, "fit": args.fit, "n_items": data.n_items,
+        "n_rankings": data.n_rankings, "n_distinct": data.n_distinct, "items": names,
+        "train": {"loglik_per_ranking": ll["train"], "n_rankings": train.n_rankings,
+                  "n_distinct": train.n_distinct},
+        "heldout": {"loglik_per_ranking": ll.get("heldout"),
+                    "n_rankings": 0 if heldout is None else heldout.n_rankings,
+                    "n_distinct": 0 if heldout is None else heldout.n_distinct},
+        "logits": mean[0].tolist() if family != "plackett-luce" and K == 1 else None,
+        "consensus": [names[i] for i in consensus[0][0]],
+        "consensus_posterior": [{"order": [names[i] for i in o], "probability": p}
+                                for o, p in consensus],
+        "position_marginals": marg.tolist(),
+        "diagnostics": diag,
+    }
+    if family == "plackett-luce":
+        result["utilities"] = mean.tolist()
+    if K > 1:
+        weights = small["weights"].mean(axis=0)
+        one = {"weights": np.ones((1, 1)), "length_probs": small["length_probs"][:1]}
+        result["blocs"] = [
+            {"weight": float(weights[k]), "logits": mean[k].tolist(),
+             "consensus": [names[i] for i in analysis.consensus_posterior(
+                 {**one, "params": mean[None, k:k + 1]}, family, top=1)[0][0]]}
+            for k in range(K)]
+    figures = None
+    if args.plots:
+        _status("posterior predictive checks")
+        ppc = analysis.ppc_summary(train, small, family, n_reps=args.ppc_reps, rng=args.seed)
+        figures = dict(
+            item_names=names, marginals=marg, consensus=consensus, ppc=ppc,
+            pairwise=analysis.pairwise_probabilities(small, family, rng=args.seed,
+                                                     n_per_draw=max(20, 20_000 // len(
+                                                         small["params"]))),
+            profiles=analysis.component_position_marginals(small, family, rng=args.seed),
+            weights=small["weights"].mean(axis=0))
+        result["ppc"] = {k: {kk: np.asarray(vv).tolist() for kk, vv in v.items()}
+                         for k, v in ppc.items()}
+    return result, figures
+
+
+def format_summary(result):
+    """A few lines for the terminal: fit per ballot and the consensus."""
+
+    lines = [f"{result['model']} (K={result['components']}, {result['fit']}): "
+             f"{result['n_rankings']} ballots over {result['n_items']} items"]
+    lines.append(f"  train   log-likelihood per ballot "
+                 f"{result['train']['loglik_per_ranking']:.4f}")
+    if result["heldout"]["loglik_per_ranking"] is not None:
+        lines.append(f"  heldout log-likelihood per ballot "
+                     f"{result['heldout']['loglik_per_ranking']:.4f} "
+                     f"({result['heldout']['n_rankings']} ballots)")
+    top = result["consensus_posterior"][0]
+    lines.append(f"  consensus (posterior probability {top['probability']:.2f}): "
+                 + " > ".join(result["consensus"]))
+    return "\n".join(lines)

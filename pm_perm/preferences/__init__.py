@@ -1,0 +1,16 @@
+"""Ranking data without features: ballots, surveys, judges' orderings (PrefLib files).
+
+Value convention (rank form, ``-1`` = unranked, ties share the smallest position of their
+block): ``docs/guide/preferences_data.md``.
+
+The names below are imported on first use (PEP 562): ``pm-perm --help`` imports this package
+for its ``rankings`` subcommand and needs neither the reader nor numba (0.3 s) for that.
+"""
+
+from pm_perm._lazy import lazy_attributes as _lazy_attributes
+
+__all__ = ["RankingData", "read_preflib", "write_preflib"]
+# the names of __all__ (from pm_perm.preferences.data) and the submodules, on first access
+__getattr__, __dir__ = _lazy_attributes(__name__, dict.fromkeys(__all__,
+                                                                "pm_perm.preferences.data"),
+                                        globals())

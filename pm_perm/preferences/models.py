@@ -1,0 +1,900 @@
+"""PyMC models of ranking data: Plackett-Luce, rank-one, full item x position, and mixtures.
+
+Every builder takes a :class:`~pm_perm.preferences.data.RankingData` (value convention there:
+rank form, ``-1`` = not ranked, ties share the smallest position) and returns a
+:class:`RankingModel`, whose ``.model`` is an ordinary ``pm.Model``: it works with
+``pm.find_MAP``, ``pm.sample`` (NUTS), and the posterior predictive of
+:func:`pm_perm.preferences.analysis.posterior_predictive`. Likelihoods cost per DISTINCT order
+(``counts`` multiply the log-likelihood), exactly (no sampling of the unranked items' order).
+
+Models (``K`` components; ``K = 1`` is a single population)
+
+``plackett_luce_model``
+    Utilities ``u[k, i]``; p(order) by the Plackett-Luce rule (ties: the exact probability that
+    a tie block fills its positions in any order; unranked items: no term).
+``rank_one_model``
+    ``W[k, i, j] = u[k, i] c[j]`` in ``p(pi) ∝ exp(sum_i W[i, pi(i)])``: item i's strength times a
+    decreasing position profile ``c`` (fixed ``c_j = (M-1-j)/(M-1)`` or learned, ordered).
+``full_model``
+    Any item x position matrix, shrunk toward the rank-one model (see its docstring).
+
+Identifiability: ``p(pi)`` is unchanged when a constant is added to a row or a column of ``W``
+(every permutation uses each row and column once), and Plackett-Luce is unchanged by a shift of
+``u``: utilities are zero-sum (a ``ZeroSumNormal`` prior, written in the basis of
+:func:`zero_sum_basis`), the full model's deviation from rank one is zero-sum over rows and over
+columns, and a learned ``c`` is pinned to run from 1 down to 0.
+
+Mixtures are marginalised exactly over each distinct order's component:
+``log p(order) = logsumexp_k(log w_k + log p_k(order))``. The likelihood is symmetric in the
+component labels; the model does not constrain them. Draws are relabelled after sampling
+(:func:`relabel_components`: each draw's components are matched to a reference by a max-weight
+matching on the distance between their position-marginal matrices), which is what
+:func:`fit_nuts` returns.
+
+The number of items a ballot ranks is itself a count: ``length_probs ~ Dirichlet(1)`` over
+``k = 0..M`` ranked items, observed through the ballots' lengths. It is independent of the
+order model, adds the same term to every model's log-likelihood (so it is left out of
+:func:`pointwise_loglik`) and drives the ballot lengths of the posterior predictive.
+
+Likelihood and posterior predictive. One component: the ballots are an observed
+:class:`~pm_perm.PartialRanking` (Plackett-Luce: :class:`~pm_perm.PlackettLuce`) ``"ballots"``,
+one row per distinct order (``pm.Data`` ``"orders"``) with ``weights`` the counts
+(``pm.Data`` ``"counts"``) and ``length_probs``, so ``pm.sample_posterior_predictive`` draws
+partial ballots (one per row; :func:`predictive_ballots` draws data sets as large as the
+data). Its log density differs from a multinomial observation of the length counts only by
+the constant multinomial coefficient: the MAP is the same. K components: ``pm.Mixture`` would
+weight each component's log-probability by the count INSIDE the sum over components (wrong
+for counts), so the exact marginal stays a ``pm.Potential`` ``"ballots"`` with the length counts
+a ``pm.Multinomial`` ``"ballot_lengths"``; PyMC cannot draw from a Potential, and
+:func:`predictive_ballots` draws its ballots exactly from the posterior draws instead.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.util import get_default_varnames
+from scipy.special import logsumexp
+
+from pm_perm.inference import CompiledMAP, MapFitError, checked_sample
+
+__all__ = [
+    "CENTERED_MIN_BALLOTS_PER_ENTRY",
+    "FAMILIES",
+    "RankingModel",
+    "component_logliks",
+    "fit_map",
+    "fit_nuts",
+    "full_model",
+    "loo_with_counts",
+    "membership_probabilities",
+    "plackett_luce_model",
+    "pointwise_loglik",
+    "posterior_params",
+    "predictive_ballots",
+    "rank_one_model",
+    "relabel_components",
+    "set_counts",
+    "zero_sum_basis",
+]
+
+FAMILIES = ("plackett-luce", "rank-one", "full")
+
+
+def _check_family(family):
+    """Raise unless ``family`` is one of ``FAMILIES`` (shared by the functions taking one)."""
+    if not isinstance(family, str) or family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
+
+
+@dataclass(frozen=True)
+class RankingModel:
+    """A built ranking model.
+
+    Attributes
+    ----------
+    model : pymc.Model
+        Free variables: ``u_raw`` (or ``theta`` with item features), ``c_steps`` (learned
+        positions), ``tau`` and ``delta_raw`` (full model; centred: ``tau`` and ``W_raw``),
+        ``mixture_weights`` (K > 1), ``length_probs``. Deterministics ``u`` (K, M) and ``W``
+        (K, M, M; not for Plackett-Luce).
+        K = 1: observed ``"ballots"`` (PartialRanking / PlackettLuce) on the ``pm.Data``
+        ``"orders"`` and ``"counts"``; K > 1: the Potential ``"ballots"`` and the observed
+        ``"ballot_lengths"`` (see the module docstring).
+    family : str
+        One of ``FAMILIES``.
+    components : int
+    data : RankingData
+        The ballots the model currently holds (after :func:`set_counts`, the fold's ballots).
+    built_on : RankingData or None
+        The data whose distinct orders the model's likelihood holds, when it differs from
+        ``data`` (set by :func:`set_counts`, whose counts align with these orders).
+    parametrization : str
+        ``"noncentered"`` or ``"centered"`` (the full model's coordinates; see
+        :func:`full_model`); ``"noncentered"`` for the other families.
+    """
+
+    model: pm.Model
+    family: str
+    components: int
+    data: object
+    built_on: object = None
+    parametrization: str = "noncentered"
+
+
+def component_logliks(family, params, orders):
+    """Symbolic per-component, per-order log-likelihoods, shape (K, n).
+
+    ``params`` is the logits ``W`` (K, M, M) or, for Plackett-Luce, the utilities ``u`` (K, M).
+    """
+    _check_family(family)
+    if family == "plackett-luce":
+        from pm_perm.ops.plackett_luce import plackett_luce_loglik
+
+        return plackett_luce_loglik(params, orders)
+    from pm_perm.ops.partial_orders import partial_order_loglik
+
+    return partial_order_loglik(params, orders)
+
+
+def _check_scale(name, value):
+    """``value`` as a float if it is a positive finite number (a prior scale), else raise."""
+    v = np.asarray(value)
+    if v.shape != () or v.dtype.kind not in "iuf" or not 0.0 < v < np.inf:
+        raise ValueError(f"{name} must be a positive finite number (a prior scale), got {value!r}")
+    return float(v)
+
+
+def _check_data(data, components):
+    if isinstance(components, bool) or not isinstance(components, int | np.integer) \
+            or components < 1:
+        raise ValueError(f"components must be a positive integer, got {components!r}")
+    if data.n_items < 2:
+        raise ValueError(f"ranking models need at least 2 items, got {data.n_items}")
+    if data.n_distinct == 0:
+        raise ValueError("no ballots to fit (the data has no rows)")
+
+
+def _coords(data, components):
+    M = data.n_items
+    return {"component": np.arange(components), "item": list(data.item_names),
+            "position": np.arange(M), "length": np.arange(M + 1),
+            "order": np.arange(data.n_distinct), "item_basis": np.arange(M - 1),
+            "position_basis": np.arange(M - 1)}
+
+
+def zero_sum_basis(n):
+    """Orthonormal basis of the zero-sum vectors of length ``n``: the (n, n - 1) Helmert matrix.
+
+    Column ``k - 1`` (``k = 1..n-1``) is ``(1, ..., 1, -k, 0, ..., 0) / sqrt(k (k + 1))`` with
+    ``k`` ones. ``B.T @ B = I`` and ``B @ B.T = I - 1 1^T / n``, so ``u = B z`` with
+    ``z ~ Normal(0, sigma)`` (``n - 1`` entries) has exactly the distribution of
+    ``pm.ZeroSumNormal(sigma)`` over ``n`` entries, and ``B Z B^T`` with an ``(n-1) x (n-1)``
+    normal ``Z`` that of ``pm.ZeroSumNormal(sigma, n_zerosum_axes=2)``.
+
+    Why the ranking models use it instead of ``pm.ZeroSumNormal``: the same prior, but a plain
+    ``Normal`` and a product with a constant matrix compile in about a tenth of the time
+    (PyTensor's numba backend, empty cache: ZeroSumNormal over one axis 6.6 s for the log density
+    and 3.6 s for its gradient, over two axes 9.0 s and 6.7 s, against 1.1-1.3 s and 0.4-0.6 s;
+    ``docs/benchmarks.md``).
+    """
+    B = np.zeros((n, n - 1))
+    for k in range(1, n):
+        B[:k, k - 1] = 1.0 / np.sqrt(k * (k + 1))
+        B[k, k - 1] = -k / np.sqrt(k * (k + 1))
+    return B
+
+
+def _zero_sum_rows(z, B):
+    """``z @ B.T``: (K, n-1) basis coordinates -> (K, n) zero-sum rows."""
+    return pt.dot(z, B.T)
+
+
+def _zero_sum_matrices(Z, B):
+    """``B Z[k] B^T`` for each k: (K, n-1, n-1) -> (K, n, n), zero-sum over rows and columns."""
+    T = pt.tensordot(Z, B, axes=([2], [1]))  # T[k, a, j] = sum_b Z[k, a, b] B[j, b]
+    return pt.tensordot(B, T, axes=([1], [1])).dimshuffle(1, 0, 2)  # [i, k, j] -> [k, i, j]
+
+
+def _utilities(data, components, prior_sigma, item_features):
+    """``u`` (K, M), zero-sum over items; ``u = X theta`` (X centred) with item features.
+
+    Without features, ``u = u_raw B^T`` with ``u_raw ~ Normal(0, prior_sigma)`` (K, M - 1) and
+    ``B`` the Helmert basis (:func:`zero_sum_basis`): ``u ~ ZeroSumNormal(prior_sigma)``."""
+    K, M = components, data.n_items
+    if item_features is None:
+        z = pm.Normal("u_raw", 0.0, prior_sigma, dims=("component", "item_basis"))
+        return pm.Deterministic("u", _zero_sum_rows(z, zero_sum_basis(M)),
+                                dims=("component", "item"))
+    X = np.asarray(item_features, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] != M or not np.all(np.isfinite(X)):
+        raise ValueError(f"item_features must be a finite (n_items={M}, n_features) array, got "
+                         f"shape {X.shape}")
+    Xc = X - X.mean(axis=0)  # a shift of u is not identified: centre the features
+    if np.any(np.abs(Xc).max(axis=0) == 0):
+        raise ValueError("item_features has a constant column: it is not identified (a shift "
+                         "of every utility changes no probability); drop it")
+    theta = pm.Normal("theta", 0.0, prior_sigma, shape=(K, X.shape[1]))
+    return pm.Deterministic("u", pt.dot(theta, Xc.T), dims=("component", "item"))
+
+
+def _likelihood(family, params, data, components):
+    """The ballots' likelihood (one population, or a mixture) and the ballot-length model.
+
+    One component: an observed :class:`~pm_perm.PartialRanking` (``PlackettLuce`` for that
+    family) ``"ballots"`` on the distinct orders (``pm.Data`` ``"orders"``) with
+    ``weights=counts`` (``pm.Data`` ``"counts"``) and ``length_probs``: its logp is
+    ``counts * (log p(order) + log length_probs[k])``, and ``pm.sample_posterior_predictive``
+    draws partial ballots (a complete ranking cut after ``k ~ length_probs`` items).
+    A mixture: the exact marginal ``sum counts * logsumexp_k(...)`` as a ``pm.Potential`` (no
+    PyMC mixture multiplies a count outside the sum over components), with the length counts
+    observed by a ``pm.Multinomial`` ``"ballot_lengths"``; its posterior predictive is
+    :func:`predictive_ballots`.
+    """
+    M = data.n_items
+    length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
+    # The counts are data containers, not constants: a refit on new counts of the same distinct
+    # orders (cross-validation folds, bootstrap) by set_counts reuses the compiled functions.
+    if components == 1:
+        from pm_perm.distributions import PartialRanking, PlackettLuce
+
+        orders = pm.Data("orders", data.orders, dims=("order", "item"))
+        counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
+        if family == "plackett-luce":
+            PlackettLuce("ballots", utilities=params[0], weights=counts,
+                         length_probs=length_probs, observed=orders, dims=("order", "item"))
+        else:
+            PartialRanking("ballots", logits=params[0], weights=counts,
+                           length_probs=length_probs, observed=orders, dims=("order", "item"))
+        return
+    lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
+    counts = pm.Data("counts", data.counts.astype(np.float64))
+    n_ballots = pm.Data("n_ballots", np.int64(data.n_rankings))
+    length_counts = pm.Data("length_counts", lengths.astype(np.int64), dims="length")
+    pm.Multinomial("ballot_lengths", n=n_ballots, p=length_probs, observed=length_counts,
+                   dims="length")
+    w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
+    ll = component_logliks(family, params, data.orders)
+    pm.Potential("ballots", pt.sum(counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0)))
+
+
+def plackett_luce_model(data, *, components=1, prior_sigma=3.0, item_features=None):
+    """Plackett-Luce model of (partial, tied) rankings with zero-sum normal utilities.
+
+    Parameters
+    ----------
+    data : RankingData
+    components : int
+        Number of mixture components ``K``.
+    prior_sigma : float
+        Prior scale of the utilities ``u[k] ~ ZeroSumNormal(prior_sigma)`` (or of ``theta``;
+        see :func:`zero_sum_basis`).
+    item_features : array_like, shape (M, d), optional
+        Item covariates: ``u[k] = X_c theta[k]`` with ``X_c`` the column-centred features and
+        ``theta ~ Normal(0, prior_sigma)``.
+
+    Returns
+    -------
+    RankingModel
+
+    Raises
+    ------
+    ValueError
+        ``prior_sigma`` is not a positive finite number, ``components`` is not a positive
+        integer, or the data has fewer than 2 items or no ballots.
+    """
+    prior_sigma = _check_scale("prior_sigma", prior_sigma)
+    _check_data(data, components)
+    with pm.Model(coords=_coords(data, components)) as model:
+        u = _utilities(data, components, prior_sigma, item_features)
+        _likelihood("plackett-luce", u, data, components)
+    return RankingModel(model, "plackett-luce", components, data)
+
+
+def _positions(M, learn_positions):
+    """Position profile ``c`` (M,), decreasing from 1 to 0."""
+    from pm_perm.preferences.synthetic import default_positions
+
+    if not learn_positions:
+        return pt.as_tensor_variable(default_positions(M))
+    steps = pm.Dirichlet("c_steps", a=np.ones(M - 1))  # c_j = 1 - (sum of the first j steps)
+    return pm.Deterministic("c", pt.concatenate([pt.ones(1), 1.0 - pt.cumsum(steps)]),
+                            dims="position")
+
+
+def rank_one_model(data, *, components=1, prior_sigma=3.0, learn_positions=False,
+                   item_features=None):
+    """Rank-one item x position model ``W[k, i, j] = u[k, i] c[j]``.
+
+    ``p(pi) ∝ exp(sum_i u_i c_{pi(i)})``: with ``c`` decreasing, items of larger ``u`` tend to
+    earlier positions; the differences between the ``c_j`` set how much more decisive the first
+    choices are than the last ones (Petterson et al.'s RankMatch structure).
+
+    Parameters
+    ----------
+    data : RankingData
+    components : int
+    prior_sigma : float
+        ``u[k] ~ ZeroSumNormal(prior_sigma)`` (or ``theta ~ Normal(0, prior_sigma)`` with features).
+    learn_positions : bool
+        Learn ``c`` (shared by the components) as ``c_0 = 1``, ``c_j = 1 - sum_{l<=j} s_l`` with
+        ``s ~ Dirichlet(1)`` over M - 1 steps: decreasing from 1 to 0, which fixes the scale and
+        shift that ``u`` would otherwise trade with it. Default: fixed ``c_j = (M-1-j)/(M-1)``.
+    item_features : array_like, shape (M, d), optional
+        As in :func:`plackett_luce_model`.
+
+    Returns
+    -------
+    RankingModel
+
+    Raises
+    ------
+    ValueError
+        As :func:`plackett_luce_model`.
+    """
+    prior_sigma = _check_scale("prior_sigma", prior_sigma)
+    _check_data(data, components)
+    with pm.Model(coords=_coords(data, components)) as model:
+        u = _utilities(data, components, prior_sigma, item_features)
+        c = _positions(data.n_items, learn_positions)
+        W = pm.Deterministic("W", u[:, :, None] * c[None, None, :],
+                             dims=("component", "item", "position"))
+        _likelihood("rank-one", W, data, components)
+    return RankingModel(model, "rank-one", components, data)
+
+
+def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item_features=None,
+               parametrization="noncentered"):
+    """Full item x position logit matrix, shrunk hierarchically toward the rank-one model.
+
+    ``W[k] = u[k] c^T + tau * delta[k]`` with ``c`` fixed (as in :func:`rank_one_model`),
+    ``delta[k] ~ ZeroSumNormal(1)`` over both the item and the position axis (a row or column
+    shift of ``W`` changes no probability), and ``tau ~ HalfNormal(shrinkage_scale)``: the data
+    decide how far the matrix departs from rank one. The zero-sum normals are written in the
+    Helmert basis ``B`` of :func:`zero_sum_basis` (``delta[k] = B delta_raw[k] B^T`` with an
+    ``(M-1) x (M-1)`` standard normal ``delta_raw``; ``u = u_raw B^T``): the same prior as
+    ``pm.ZeroSumNormal``, much cheaper to compile.
+
+    Two parametrisations of the same model (same posterior of ``u``, ``tau`` and of ``W`` up to
+    the row and column shifts that change no probability):
+
+    ``"noncentered"`` (default)
+        Free variables ``u_raw``, ``tau``, ``delta_raw``; ``W`` is a deterministic. Use it for
+        MAP (:func:`fit_map`) and for NUTS on small data (a few ballots per entry of ``W``).
+    ``"centered"``
+        Free variables ``u_raw``, ``tau`` and ``W_raw``, the coordinates of ``W`` itself:
+        ``W[k] = B W_raw[k] B^T`` with ``W_raw[k] ~ Normal(B^T m[k] B, tau)``, i.e. ``W[k]`` is
+        normal with scale ``tau`` around the rank-one mean ``m[k] = u[k] (c - mean(c))^T`` on
+        the double zero-sum subspace. Use it for NUTS on large data: with many ballots per
+        entry of ``W`` the data pin ``W`` down, and the non-centred coordinates
+        ``(tau, delta_raw)`` lie on a thin curved ridge (``W = tau delta``); on Meath (64,081
+        ballots, M = 14) NUTS takes about 4x fewer leapfrog steps per draw centred
+        (``docs/benchmarks.md``). It has NO MAP: its density grows without bound as
+        ``tau -> 0`` with ``W`` at the rank-one mean, so :func:`fit_map` refuses it. Its ``W``
+        is double-centred (zero row and column sums), the non-centred ``W`` is not; the two
+        differ by row shifts, which change no probability.
+    ``"auto"``
+        ``"centered"`` when the data hold at least ``CENTERED_MIN_BALLOTS_PER_ENTRY`` ballots
+        per entry of ``W`` (``n_rankings >= 10 M^2``), else ``"noncentered"`` (for NUTS; not
+        for MAP).
+
+    Why this family: among all distributions over permutations whose item-position marginals
+    ``P[i, j] = p(pi(i) = j)`` equal given values, the one of maximum entropy has the form
+    ``p(pi) ∝ exp(sum_i W[i, pi(i)])`` (the ``W[i, j]`` are the Lagrange multipliers of the
+    ``M^2`` marginal constraints), and every doubly stochastic matrix in the interior of the
+    Birkhoff polytope is attained by some ``W``. So the full model assumes nothing beyond the
+    item-position marginals; rank one and Plackett-Luce-like structure are special cases.
+
+    Parameters
+    ----------
+    data : RankingData
+    components : int
+    prior_sigma : float
+        Prior scale of the rank-one part's ``u``.
+    shrinkage_scale : float
+        Prior scale of ``tau``.
+    item_features : array_like, shape (M, d), optional
+        Covariates of the rank-one part's ``u`` (as in :func:`plackett_luce_model`).
+    parametrization : {"noncentered", "centered", "auto"}
+        See above.
+
+    Returns
+    -------
+    RankingModel
+
+    Raises
+    ------
+    ValueError
+        As :func:`plackett_luce_model`; also a ``shrinkage_scale`` that is not a positive
+        finite number, or an unknown ``parametrization``.
+    """
+    prior_sigma = _check_scale("prior_sigma", prior_sigma)
+    shrinkage_scale = _check_scale("shrinkage_scale", shrinkage_scale)
+    _check_data(data, components)
+    parametrization = _full_parametrization(parametrization, data)
+    dims = ("component", "item", "position")
+    with pm.Model(coords=_coords(data, components)) as model:
+        u = _utilities(data, components, prior_sigma, item_features)
+        c = _positions(data.n_items, False)
+        tau = pm.HalfNormal("tau", shrinkage_scale)
+        B = zero_sum_basis(data.n_items)
+        raw_dims = ("component", "item_basis", "position_basis")
+        if parametrization == "noncentered":
+            delta = pm.Normal("delta_raw", 0.0, 1.0, dims=raw_dims)
+            W = u[:, :, None] * c[None, None, :] + tau * _zero_sum_matrices(delta, B)
+        else:
+            # W = B W_raw B^T with W_raw ~ N(B^T m B, tau), m = u (c - mean c)^T: W is normal
+            # around the rank-one mean on the double zero-sum subspace. B^T m B is the outer
+            # product of B^T u and B^T c (B^T 1 = 0).
+            if item_features is None:
+                zu = model["u_raw"]
+            else:
+                zu = pt.dot(u, B)
+            mean = zu[:, :, None] * pt.dot(c, B)[None, None, :]
+            W = _zero_sum_matrices(pm.Normal("W_raw", mean, tau, dims=raw_dims), B)
+        W = pm.Deterministic("W", W, dims=dims)
+        _likelihood("full", W, data, components)
+    return RankingModel(model, "full", components, data, parametrization=parametrization)
+
+
+#: ``parametrization="auto"`` of :func:`full_model` is centred from this many ballots per entry
+#: of the M x M logits matrix.
+CENTERED_MIN_BALLOTS_PER_ENTRY = 10
+
+
+def _full_parametrization(parametrization, data):
+    if parametrization == "auto":
+        many = data.n_rankings >= CENTERED_MIN_BALLOTS_PER_ENTRY * data.n_items**2
+        return "centered" if many else "noncentered"
+    if parametrization not in ("noncentered", "centered"):
+        raise ValueError("parametrization must be 'noncentered', 'centered' or 'auto'; got "
+                         f"{parametrization!r}")
+    return parametrization
+
+
+# --- fitting -----------------------------------------------------------------------------------
+
+def _param_name(family):
+    return "u" if family == "plackett-luce" else "W"
+
+
+def set_counts(rm, counts):
+    """The same model with new counts of its distinct orders (e.g. a cross-validation fold).
+
+    The counts (and for a mixture the number of ballots and the ballot-length counts) are
+    ``pm.Data`` containers of the model, so this changes them in place (``pm.set_data``) and
+    :func:`fit_map` reuses the functions compiled for the previous fit (a K = 2 full model on
+    APA 1998: 0.1 s of CPU per refit, against about 17 s for the first fit, which compiles).
+
+    Parameters
+    ----------
+    rm : RankingModel
+        A model built by one of this module's builders (or returned by ``set_counts``).
+    counts : array_like of int, shape (n_distinct,)
+        New counts, aligned with the orders of the data the model was BUILT on; zeros allowed
+        (an order absent from a fold).
+
+    Returns
+    -------
+    RankingModel
+        With ``data`` the new ballots (orders with count 0 dropped) and ``built_on`` the data
+        the counts align with. The ``pm.Model`` object is the same as ``rm``'s, now holding the
+        new counts: do not go on using ``rm`` with its old counts.
+    """
+    base = rm.built_on if rm.built_on is not None else rm.data
+    counts = _checked_counts(counts, base.n_distinct)
+    if counts.sum() == 0:
+        raise ValueError("set_counts: all counts are zero (no ballots to fit)")
+    lengths = np.bincount(base.ranked_lengths(), weights=counts, minlength=base.n_items + 1)
+    new = {"counts": counts.astype(np.float64), "n_ballots": np.int64(counts.sum()),
+           "length_counts": lengths.astype(np.int64)}
+    # one component: the lengths are part of the ballots' likelihood (only "counts" exists)
+    pm.set_data({k: v for k, v in new.items() if k in rm.model.named_vars}, model=rm.model)
+    return RankingModel(rm.model, rm.family, rm.components, base.with_counts(counts), base,
+                        rm.parametrization)
+
+
+def _checked_counts(counts, n):
+    c = np.asarray(counts)
+    if c.dtype.kind not in "iu" or c.shape != (n,) or (c < 0).any():
+        raise ValueError(f"counts must be {n} non-negative integers (one per distinct order of "
+                         f"the model's data); got dtype {c.dtype}, shape {c.shape}")
+    return c.astype(np.int64)
+
+
+_COMPILED_MAP = weakref.WeakKeyDictionary()  # pm.Model -> CompiledMAP
+
+
+def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
+    """MAP estimate (L-BFGS-B, as ``pm.find_MAP``), best of ``n_starts`` jittered starts.
+
+    Starts are the model's initial point with U(-1, 1) jitter (seeded from ``seed``), which
+    breaks the symmetry between mixture components. A start whose optimiser does not report
+    convergence is discarded; if none converges a :class:`pm_perm.inference.MapFitError` (a
+    ``RuntimeError``) says so (a failed fit is never returned as a result).
+
+    The log-density and its gradient are compiled on the model's first fit and reused by later
+    fits of the same model (:class:`pm_perm.inference.CompiledMAP`), e.g. after :func:`set_counts`.
+    Start and objective are ``pm.find_MAP(model, jitter=True, random_seed=...)``'s; the optimum
+    agrees with ``find_MAP``'s to L-BFGS-B's stopping tolerance.
+
+    Returns
+    -------
+    dict
+        Variable name -> MAP value (numpy arrays, as ``posterior_params`` expects), plus
+        ``"_optimizer"``: ``{"log_posterior", "n_iterations", "message", "n_converged"}``.
+    """
+    if rm.parametrization == "centered":
+        raise ValueError("the centred full model has no MAP (its density grows without bound as "
+                         "tau -> 0); build it with full_model(..., parametrization='noncentered') "
+                         "for fit_map, and use the centred one for NUTS (fit_nuts)")
+    compiled = _COMPILED_MAP.get(rm.model)
+    if compiled is None:
+        compiled = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
+    best, messages = None, []
+    n_converged = 0
+    for s in range(n_starts):
+        values, res = compiled.fit(seed=seed + 7919 * s, maxiter=maxiter)
+        messages.append(str(res.message))
+        if not res.success:
+            continue
+        n_converged += 1
+        logp = -float(res.fun)
+        if best is None or logp > best[0]:
+            point = {k: np.asarray(values[k]) for k in get_default_varnames(values, False)}
+            best = (logp, int(res.nit), str(res.message), point)
+    if best is None:
+        raise MapFitError(f"MAP fit of the {rm.family} model (K={rm.components}) failed: the "
+                           f"optimiser did not converge from any of {n_starts} start(s): "
+                           f"{messages}")
+    point = best[3]
+    point["_optimizer"] = {"log_posterior": best[0], "n_iterations": best[1],
+                           "message": best[2], "n_converged": n_converged}
+    return point
+
+
+def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
+             progressbar=False, sampler=None, **kwargs):
+    """NUTS posterior (``pm.sample`` through :func:`pm_perm.inference.checked_sample`); mixture
+    draws
+    are relabelled (:func:`relabel_components`).
+
+    ``sampler``: ``"nutpie"`` (the default when nutpie is installed: compiled NUTS, chains in
+    threads, with nutpie's low-rank mass-matrix adaptation, which follows the strong
+    correlations between the entries of ``W`` that a diagonal mass matrix cannot: on Meath about
+    half the leapfrog steps of the diagonal adaptation) or ``"pymc"`` (PyMC's NUTS, chains in
+    processes). Other keyword arguments go to ``pm.sample`` (e.g. ``cores``, or ``nuts=`` with
+    options of the NUTS implementation, such as nutpie's ``adaptation``). For large data use the
+    centred full model (``full_model(..., parametrization="centered")``).
+
+    Returns
+    -------
+    arviz.InferenceData / DataTree
+        With ``posterior`` holding the model's variables (relabelled for K > 1).
+
+    Raises
+    ------
+    pm_perm.inference.SamplingInterrupted
+        Ctrl-C during sampling (a ``KeyboardInterrupt``; the draws so far are discarded).
+    pm_perm.inference.SamplingError
+        Fewer draws than requested or non-finite draws of the order model's parameters.
+    """
+    if sampler is None:
+        import importlib.util
+
+        sampler = "nutpie" if importlib.util.find_spec("nutpie") is not None else "pymc"
+    if sampler == "nutpie":
+        kwargs.update(nuts_sampler="nutpie", nuts={"adaptation": "low_rank",
+                                                   **kwargs.get("nuts", {})})
+    elif sampler == "pymc":
+        kwargs.update(compute_convergence_checks=False)
+    else:
+        raise ValueError(f"sampler must be 'nutpie' or 'pymc'; got {sampler!r}")
+    idata, _ = checked_sample(rm.model, var=_param_name(rm.family), draws=draws, tune=tune,
+                              chains=chains, random_seed=seed, target_accept=target_accept,
+                              progressbar=progressbar, **kwargs)
+    idata.attrs["pm_perm_sampler"] = sampler
+    if rm.components > 1:
+        relabel_components(idata, rm.family)
+    return idata
+
+
+def posterior_params(source, family):
+    """Arrays of the order model from a MAP point or posterior draws, with a draw axis.
+
+    Parameters
+    ----------
+    source : dict (from :func:`fit_map`) or InferenceData / DataTree with ``posterior``
+        Holds ``"W"`` (or ``"u"`` for Plackett-Luce), ``"length_probs"`` and, for K > 1
+        components, ``"mixture_weights"`` (K,).
+    family : str
+        One of ``FAMILIES``.
+
+    Returns
+    -------
+    dict
+        ``"params"``: W (S, K, M, M) or u (S, K, M); ``"weights"`` (S, K); ``"length_probs"``
+        (S, M + 1). S = 1 for a MAP point; draws flattened over chains.
+
+    Raises
+    ------
+    ValueError
+        ``family`` is not one of ``FAMILIES``; ``source`` lacks the family's parameter or
+        ``"length_probs"``; it has K > 1 components but no ``"mixture_weights"`` of length K;
+        ``"length_probs"`` is not of length M + 1; the parameter holds non-finite values; or the
+        mixture weights or length probabilities are not probability vectors (finite,
+        non-negative, summing to 1 within 1e-6).
+    """
+    _check_family(family)
+    name = _param_name(family)
+    if isinstance(source, dict):
+        post, draw_axis = source, 0
+    else:
+        post, draw_axis = source["posterior"], 2
+    for k in (name, "length_probs"):
+        if k not in post:
+            raise ValueError(f"source has no {k!r} (needed for family {family!r}); pass the "
+                             "fit_map point or posterior of a model of that family")
+
+    def get(v):
+        a = np.asarray(post[v] if draw_axis == 0 else post[v].values)
+        return a[None] if draw_axis == 0 else a.reshape((-1,) + a.shape[2:])
+
+    params, lp = get(name), get("length_probs")
+    K = params.shape[1] if params.ndim > 1 else 0
+    if "mixture_weights" in post:
+        w = get("mixture_weights")
+    elif K == 1:
+        w = np.ones((params.shape[0], 1))
+    else:
+        raise ValueError(f"source has {name!r} with {K} components but no 'mixture_weights'; "
+                         "add the mixture weights (length K) to the point")
+    if w.shape != params.shape[:2]:
+        raise ValueError(f"mixture_weights has shape {w.shape[1:]} but {name!r} has {K} "
+                         f"components; give {K} mixture weights")
+    M = params.shape[-1]
+    if lp.shape != (params.shape[0], M + 1):
+        raise ValueError(f"length_probs has shape {lp.shape[1:]} but {name!r} has M = {M} "
+                         f"items; give M + 1 = {M + 1} probabilities (lengths 0..M)")
+    if not np.all(np.isfinite(params)):
+        raise ValueError(f"{name!r} holds non-finite values; pass a converged fit")
+    for label, probs in (("mixture_weights", w), ("length_probs", lp)):
+        _check_probability_vectors(label, probs)
+    return {"params": params, "weights": w, "length_probs": lp}
+
+
+def _check_probability_vectors(label, probs, atol=1e-6):
+    """Each row of ``probs`` (S, n) must be a probability vector: finite, non-negative, summing
+    to 1 within ``atol``."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.all(np.isfinite(probs) & (probs >= 0), axis=-1)
+                & (np.abs(probs.sum(axis=-1) - 1) <= atol))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        where = f" (draw {i})" if probs.shape[0] > 1 else ""
+        raise ValueError(f"{label}{where} is {np.array2string(probs[i], precision=4)}: it must "
+                         f"be non-negative and sum to 1")
+
+
+def _flat_draws(idata, draws, rng):
+    """(chain, draw) pairs of ``draws`` posterior draws picked at random (all when None)."""
+    post = idata["posterior"]
+    C, D = post.sizes["chain"], post.sizes["draw"]
+    idx = np.arange(C * D)
+    if draws is not None and draws < idx.size:
+        idx = np.sort(rng.choice(idx.size, draws, replace=False))
+    return idx // D, idx % D
+
+
+def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch=20):
+    """Posterior predictive ballots: one replicated data set of ``n_ballots`` partial ballots
+    per posterior draw.
+
+    One component: ``pm.sample_posterior_predictive`` of the observed ``"ballots"`` variable
+    (:class:`~pm_perm.PartialRanking` / :class:`~pm_perm.PlackettLuce` with ``length_probs``),
+    with the ``pm.Data`` ``"orders"`` and ``"counts"`` resized to ``n_ballots`` rows of count
+    1 for the call and restored after it. (Calling ``pm.sample_posterior_predictive(idata,
+    rm.model)`` directly draws one ballot per DISTINCT observed order, ``data.n_distinct``
+    ballots per draw: a replicated data set smaller than the data.)
+    A mixture (K > 1, a ``pm.Potential``, which PyMC cannot draw from): the same draws by
+    :func:`pm_perm.preferences.synthetic.draw_ballots` (component of each ballot from the draw's
+    mixture weights, then an exact draw from that component, cut after ``k ~ length_probs``).
+
+    Parameters
+    ----------
+    rm : RankingModel
+    idata : InferenceData / DataTree with ``posterior`` (e.g. from :func:`fit_nuts`)
+    draws : int or None
+        Number of posterior draws used (picked at random without replacement, seeded by
+        ``seed``); None = all.
+    n_ballots : int, optional
+        Ballots per replicated data set; default the number of ballots in the data.
+    seed : int, optional
+    batch : int
+        Posterior draws per ``pm.sample_posterior_predictive`` call (bounds the memory of the
+        int64 draws: ``batch * n_ballots * M`` entries).
+
+    Returns
+    -------
+    ndarray of int8, shape (draws, n_ballots, M)
+        Rank form (``-1`` = not ranked), one row per ballot.
+    """
+    rng = np.random.default_rng(seed)
+    data, M = rm.data, rm.data.n_items
+    N = int(data.n_rankings if n_ballots is None else n_ballots)
+    chains, steps = _flat_draws(idata, draws, rng)
+    if rm.components > 1:
+        from pm_perm.preferences.synthetic import draw_ballots
+
+        post = idata["posterior"]
+        name = _param_name(rm.family)
+        key = "utilities" if rm.family == "plackett-luce" else "logits"
+        return np.stack([draw_ballots(
+            N, **{key: post[name].values[c, d]},
+            mixture_weights=post["mixture_weights"].values[c, d],
+            length_probs=post["length_probs"].values[c, d], rng=rng).astype(np.int8)
+            for c, d in zip(chains, steps, strict=True)])
+    import xarray as xr
+
+    post = idata["posterior"]
+    post = post.to_dataset() if hasattr(post, "to_dataset") else post
+    out = []
+    with rm.model:
+        pm.set_data({"orders": np.full((N, M), -1, dtype=np.int64), "counts": np.ones(N)},
+                    coords={"order": np.arange(N)})
+        try:
+            for start in range(0, chains.size, batch):
+                sel = slice(start, start + batch)
+                sub = post.isel(chain=xr.DataArray(chains[sel], dims="sample"),
+                                draw=xr.DataArray(steps[sel], dims="sample"))
+                sub = sub.drop_vars(["chain", "draw"]).rename_dims(sample="draw")
+                sub = sub.assign_coords(draw=np.arange(sub.sizes["draw"])).expand_dims("chain")
+                pp = pm.sample_posterior_predictive(
+                    sub, var_names=["ballots"],
+                    random_seed=int(rng.integers(2**31)), progressbar=False,
+                    return_inferencedata=False)
+                out.append(np.asarray(pp["ballots"]).reshape(-1, N, M).astype(np.int8))
+        finally:
+            pm.set_data({"orders": data.orders, "counts": data.counts.astype(np.float64)},
+                        coords={"order": np.arange(data.n_distinct)})
+    return np.concatenate(out)
+
+
+def _component_marginals(family, params):
+    """Item x position marginals (..., K, M, M) used to compare components across draws."""
+    if family == "plackett-luce":  # utilities are already comparable: use them as a profile
+        return params[..., :, None]
+    from pm_perm.kernels.permanent import permutation_marginals
+
+    return permutation_marginals(params)
+
+
+def relabel_components(idata, family, reference=None):
+    """Undo label switching in place: permute each draw's components to match a reference.
+
+    The reference is ``reference`` (K, ...) in the units of the component profile (position
+    marginals for W models, utilities for Plackett-Luce), default the first draw of chain 0.
+    Each draw's permutation maximises the agreement ``-sum_k ||profile_k - reference_perm(k)||^2``
+    (a max-weight matching, :func:`pm_perm.max_weight_matching`). Every variable with a
+    ``component`` dimension is permuted consistently. Returns ``idata``.
+    """
+    _check_family(family)
+    from pm_perm import max_weight_matching
+
+    post = idata["posterior"]
+    name = _param_name(family)
+    prof = _component_marginals(family, np.asarray(post[name].values))
+    C, D, K = prof.shape[:3]
+    flat = prof.reshape(C * D, K, -1)
+    ref = flat[0] if reference is None else np.asarray(reference).reshape(K, -1)
+    dist = ((flat[:, :, None, :] - ref[None, None, :, :]) ** 2).sum(-1)  # (S, K, K)
+    perm = max_weight_matching(-dist)  # perm[s, k] = reference label of draw component k
+    order = np.argsort(perm, axis=1).reshape(C, D, K)  # component placed at each label
+    for var in list(post.data_vars):
+        da = post[var]
+        if "component" not in da.dims:
+            continue
+        axis = da.dims.index("component")
+        vals = np.moveaxis(np.asarray(da.values), axis, 2)
+        vals = np.take_along_axis(vals, order.reshape(C, D, K, *([1] * (vals.ndim - 3))), axis=2)
+        post[var] = da.copy(data=np.moveaxis(vals, 2, axis))
+    return idata
+
+
+# --- pointwise log-likelihoods, memberships, LOO ------------------------------------------------
+
+def _component_and_mixture_loglik(family, params, weights, orders):
+    """One draw: per-component ``(K, n)`` and mixture ``(n,)`` log-likelihoods of the orders,
+    by the numba kernels directly (nothing to compile per call, unlike a PyTensor function of
+    these orders)."""
+    if family == "plackett-luce":
+        from pm_perm.kernels.plackett_luce import plackett_luce_loglik as kernel
+    else:
+        from pm_perm.kernels.partial_orders import partial_order_loglik as kernel
+    comp = kernel(params, orders)
+    with np.errstate(divide="ignore"):  # a zero weight: that component contributes nothing
+        logw = np.log(weights)
+    return comp, logsumexp(logw[:, None] + comp, axis=0)
+
+
+def pointwise_loglik(post, family, orders, *, max_draws=None, rng=None):
+    """Per-draw, per-distinct-order log-likelihood of the order model, shape (S, n).
+
+    ``post`` from :func:`posterior_params`; ``orders`` any (n, M) rank-form array (e.g. held-out
+    data). With ``max_draws``, a random subset of draws (seeded ``rng``) is used. Natural log;
+    multiply by the counts for the log-likelihood of all ballots.
+    """
+    _check_family(family)
+    params, weights = post["params"], post["weights"]
+    S = params.shape[0]
+    idx = np.arange(S)
+    if max_draws is not None and S > max_draws:
+        idx = np.sort(np.random.default_rng(rng).choice(S, max_draws, replace=False))
+    orders = np.asarray(orders)
+    return np.stack([_component_and_mixture_loglik(family, params[s], weights[s], orders)[1]
+                     for s in idx])
+
+
+def membership_probabilities(post, family, orders):
+    """Posterior membership probabilities of each distinct order (hence of each of its ballots).
+
+    Returns an array (n, K): ``E_draws[ p(component k | order) ]``, where ``p(k | order) ∝
+    w_k p_k(order)``. Every ballot of one distinct order has the same probabilities.
+    """
+    _check_family(family)
+    params, weights = post["params"], post["weights"]
+    orders = np.asarray(orders)
+    total = 0.0
+    for s in range(params.shape[0]):
+        comp, mix = _component_and_mixture_loglik(family, params[s], weights[s], orders)
+        with np.errstate(divide="ignore"):
+            total = total + np.exp(np.log(weights[s])[:, None] + comp - mix[None, :])
+    return (total / params.shape[0]).T
+
+
+def loo_with_counts(loglik, counts, *, r_eff=1.0):
+    """PSIS-LOO per BALLOT from per-distinct-order log-likelihood draws and counts.
+
+    Leaving out one ballot of a group of ``c`` identical ballots divides the posterior by that
+    ballot's likelihood alone, so every one of the ``c`` ballots has the same LOO predictive
+    density as a single ballot of that order: PSIS is run once per distinct order (arviz's
+    Pareto smoothing, ``arviz_stats``' ``psislw``), and the elpd sums it ``c`` times. This equals
+    ``az.loo`` on the data expanded to one row per ballot (tested), at the cost of the
+    distinct orders only.
+
+    Parameters
+    ----------
+    loglik : ndarray, shape (S, n)
+        Draws x distinct orders (:func:`pointwise_loglik`).
+    counts : array_like of int, shape (n,)
+    r_eff : float
+        Relative efficiency of the draws (1 for independent draws).
+
+    Returns
+    -------
+    dict
+        ``elpd`` (sum over ballots), ``se`` (standard error over ballots), ``elpd_per_ballot``,
+        ``p_loo``, ``elpd_i`` (n,) per distinct order (per ballot of that order), ``pareto_k``
+        (n,), ``n_ballots``.
+    """
+    from arviz_stats.base import array_stats
+    from scipy.special import logsumexp
+
+    ll = np.asarray(loglik, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.float64)
+    if ll.ndim != 2 or c.shape != (ll.shape[1],):
+        raise ValueError(f"loglik must be (draws, n) and counts (n,); got {ll.shape} and "
+                         f"{c.shape}")
+    lw, k = array_stats.psislw(ll, r_eff=r_eff, axis=0)  # lw: (n, S)
+    elpd_i = logsumexp(lw + ll.T, axis=1) - logsumexp(lw, axis=1)
+    lpd_i = logsumexp(ll, axis=0) - np.log(ll.shape[0])
+    N = c.sum()
+    elpd = float(c @ elpd_i)
+    var = float(c @ (elpd_i - elpd / N) ** 2) / (N - 1) if N > 1 else 0.0  # ddof 1, as az.loo
+    return {"elpd": elpd, "se": float(np.sqrt(N * var)), "elpd_per_ballot": elpd / N,
+            "p_loo": float(c @ (lpd_i - elpd_i)), "elpd_i": elpd_i,
+            "pareto_k": np.asarray(k), "n_ballots": int(N)}

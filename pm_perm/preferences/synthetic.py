@@ -1,0 +1,132 @@
+"""Synthetic ranking data from any of the ranking models (tests, SBC, benchmarks).
+
+Ballots follow the value convention of :class:`~pm_perm.preferences.data.RankingData` (rank form:
+``y[i]`` is the position of item ``i``, ``-1`` = not ranked). A ballot is drawn in two steps:
+a complete ranking from the model (exact draws), then its length ``k`` from a ballot-length
+distribution, keeping the top ``k`` items (ties are not drawn).
+
+Models: an item x position logit matrix ``W`` (the permutation exponential family
+``p(pi) ∝ exp(sum_i W[i, pi(i)])``; :func:`rank_one_logits` builds the rank-one case), or
+Plackett-Luce utilities ``u``; either with a leading component axis and mixture weights.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pm_perm.kernels.permanent import sample_permutations
+from pm_perm.kernels.plackett_luce import sample_plackett_luce
+
+__all__ = ["default_positions", "draw_ballots", "rank_one_logits",
+           "simulate_rankings"]
+
+
+def default_positions(M):
+    """The fixed decreasing position scores ``c_j = (M - 1 - j) / (M - 1)`` (1 for M = 1)."""
+    if M == 1:
+        return np.ones(1)
+    return (M - 1 - np.arange(M)) / (M - 1)
+
+
+def rank_one_logits(u, c=None):
+    """``W[..., i, j] = u[..., i] * c[j]`` (``c`` default :func:`default_positions`)."""
+    u = np.asarray(u, dtype=np.float64)
+    c = default_positions(u.shape[-1]) if c is None else np.asarray(c, dtype=np.float64)
+    return u[..., :, None] * c
+
+
+def _check_probs(p, n, what):
+    p = np.asarray(p, dtype=np.float64)
+    if p.shape != (n,) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
+        raise ValueError(f"{what} must be {n} non-negative finite numbers with a positive sum, "
+                         f"got {p!r}")
+    return p / p.sum()
+
+
+def draw_ballots(n, *, logits=None, utilities=None, mixture_weights=None, length_probs=None,
+                 rng=None, return_components=False):
+    """``n`` ballots in rank form, one row per ballot (not aggregated).
+
+    Parameters
+    ----------
+    n : int
+        Number of ballots.
+    logits : array_like of float, shape (M, M) or (K, M, M), optional
+        Item x position logits of one model or of ``K`` mixture components.
+    utilities : array_like of float, shape (M,) or (K, M), optional
+        Plackett-Luce utilities instead of ``logits`` (exactly one of the two).
+    mixture_weights : array_like of float, shape (K,), optional
+        Component probabilities (needed when ``K`` components are given; normalised).
+    length_probs : array_like of float, shape (M + 1,), optional
+        ``length_probs[k]`` = probability that a ballot ranks ``k`` items (default: complete
+        ballots). Normalised.
+    rng : numpy.random.Generator or int, optional
+    return_components : bool
+        Also return the component of each ballot.
+
+    Returns
+    -------
+    orders : ndarray of int64, shape (n, M)
+    components : ndarray of int64, shape (n,)
+        Only with ``return_components``.
+    """
+    rng = np.random.default_rng(rng)
+    if (logits is None) == (utilities is None):
+        raise ValueError("give exactly one of logits= (item x position) or utilities= "
+                         "(Plackett-Luce)")
+    params = np.asarray(logits if logits is not None else utilities, dtype=np.float64)
+    core = 2 if logits is not None else 1
+    if params.ndim not in (core, core + 1) or not np.all(np.isfinite(params)):
+        raise ValueError(f"{'logits' if core == 2 else 'utilities'} must be finite with shape "
+                         f"{'(M, M) or (K, M, M)' if core == 2 else '(M,) or (K, M)'}, got "
+                         f"shape {params.shape}")
+    if params.ndim == core:
+        params = params[None]
+    K, M = params.shape[0], params.shape[-1]
+    if core == 2 and params.shape[-2] != M:
+        raise ValueError(f"logits must be square (items x positions), got {params.shape[1:]}")
+    if mixture_weights is None and K > 1:
+        raise ValueError(f"{K} components given: pass mixture_weights= (K probabilities)")
+    weights = np.ones(1) if mixture_weights is None else _check_probs(mixture_weights, K,
+                                                                       "mixture_weights")
+    comp = rng.choice(K, size=n, p=weights)
+    orders = np.empty((n, M), dtype=np.int64)
+    for k in range(K):
+        rows = np.flatnonzero(comp == k)
+        if rows.size == 0:
+            continue
+        if core == 2:
+            orders[rows] = sample_permutations(params[k], size=(rows.size,), rng=rng)
+        else:
+            orders[rows] = sample_plackett_luce(params[k], size=(rows.size,), rng=rng)
+    if length_probs is not None:
+        lengths = rng.choice(M + 1, size=n, p=_check_probs(length_probs, M + 1, "length_probs"))
+        orders[orders >= lengths[:, None]] = -1
+    return (orders, comp) if return_components else orders
+
+
+def simulate_rankings(n, *, logits=None, utilities=None, mixture_weights=None,
+                      length_probs=None, item_names=None, rng=None):
+    """Synthetic :class:`~pm_perm.preferences.data.RankingData` of ``n`` ballots (aggregated).
+
+    Same model arguments as :func:`draw_ballots`. ``item_names`` default ``"item0"``, ...
+    The data kind is the narrowest that holds the ballots (``"soc"`` when all are complete,
+    else ``"soi"``); aggregation by :meth:`RankingData.from_orders`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = simulate_rankings(1000, utilities=np.array([1.0, 0.0, -1.0]),
+    ...                          length_probs=[0, 0.5, 0, 0.5], rng=0)
+    >>> int(data.n_rankings), data.n_items
+    (1000, 3)
+    """
+    from pm_perm.preferences.data import RankingData
+
+    orders = draw_ballots(n, logits=logits, utilities=utilities, mixture_weights=mixture_weights,
+                          length_probs=length_probs, rng=rng)
+    M = orders.shape[1]
+    names = tuple(f"item{i}" for i in range(M)) if item_names is None else tuple(item_names)
+    if len(names) != M:
+        raise ValueError(f"item_names has {len(names)} names for {M} items")
+    return RankingData.from_orders(orders, item_names=names)

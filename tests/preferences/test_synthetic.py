@@ -1,0 +1,95 @@
+"""Synthetic ranking data: exact draws checked against enumerated probabilities."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pm_perm.preferences.synthetic import (
+    default_positions,
+    draw_ballots,
+    rank_one_logits,
+    simulate_rankings,
+)
+from pm_perm.reference.permutations import all_permutations
+from tests.preferences._brute import complete_logp_pef, complete_logp_pl
+
+# Each chi-square test below rejects a correct sampler with probability 1e-3 (fixed seeds, so
+# a given run either always passes or always fails; 5 such tests: false-failure rate < 0.5 %).
+ALPHA = 1e-3
+
+
+def _gof(orders, logp, perms):
+    index = {tuple(p): n for n, p in enumerate(perms)}
+    obs = np.bincount([index[tuple(o)] for o in orders], minlength=len(perms))
+    exp = np.exp(logp) * len(orders)
+    return stats.chisquare(obs, exp).pvalue
+
+
+def test_permutation_family_draws_match_enumeration():
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(4, 4))
+    perms = all_permutations(4)
+    y = draw_ballots(20_000, logits=W, rng=1)
+    assert _gof(y, complete_logp_pef(W, perms), perms) > ALPHA
+
+
+def test_plackett_luce_draws_match_enumeration():
+    u = np.array([1.0, 0.3, -0.2, -1.1])
+    perms = all_permutations(4)
+    y = draw_ballots(20_000, utilities=u, rng=2)
+    assert _gof(y, complete_logp_pl(u, perms), perms) > ALPHA
+
+
+def test_mixture_draws_match_enumeration():
+    rng = np.random.default_rng(3)
+    W = rng.normal(size=(2, 3, 3))
+    w = np.array([0.3, 0.7])
+    perms = all_permutations(3)
+    y, comp = draw_ballots(20_000, logits=W, mixture_weights=w, rng=4, return_components=True)
+    mix = np.logaddexp(np.log(w[0]) + complete_logp_pef(W[0], perms),
+                       np.log(w[1]) + complete_logp_pef(W[1], perms))
+    assert _gof(y, mix, perms) > ALPHA
+    assert stats.binomtest(int((comp == 0).sum()), comp.size, 0.3).pvalue > ALPHA
+
+
+def test_ballot_lengths_and_truncation():
+    rng = np.random.default_rng(5)
+    W = rng.normal(size=(5, 5))
+    probs = np.array([0.0, 0.4, 0.1, 0.2, 0.0, 0.3])
+    y = draw_ballots(10_000, logits=W, length_probs=probs, rng=6)
+    k = (y >= 0).sum(axis=1)
+    counts = np.bincount(k, minlength=6)
+    assert counts[0] == counts[4] == 0
+    assert stats.chisquare(counts[probs > 0], probs[probs > 0] * y.shape[0]).pvalue > ALPHA
+    # the ranked items hold exactly positions 0..k-1 (top-k rank form)
+    for row, kk in zip(y, k, strict=True):
+        assert sorted(row[row >= 0]) == list(range(kk))
+
+
+def test_simulate_rankings_aggregates():
+    data = simulate_rankings(3000, logits=rank_one_logits([2.0, 0.0, -2.0]),
+                             length_probs=[0, 0.5, 0, 0.5], rng=7, item_names="abc")
+    assert data.n_rankings == 3000 and data.n_items == 3 and data.item_names == ("a", "b", "c")
+    assert len({tuple(o) for o in data.orders}) == data.n_distinct  # rows are distinct
+    assert data.kind == "soi"
+    full = simulate_rankings(50, utilities=[0.0, 1.0], rng=0)
+    assert full.kind == "soc" and full.n_rankings == 50
+
+
+def test_rank_one_and_positions():
+    np.testing.assert_allclose(default_positions(3), [1.0, 0.5, 0.0])
+    np.testing.assert_allclose(rank_one_logits([1.0, -1.0]), [[1.0, 0.0], [-1.0, 0.0]])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({}, "exactly one"),
+    ({"logits": np.zeros((2, 2)), "utilities": np.zeros(2)}, "exactly one"),
+    ({"logits": np.zeros((2, 3))}, "square"),
+    ({"logits": np.full((2, 2), np.nan)}, "finite"),
+    ({"utilities": np.zeros((2, 3))}, "mixture_weights"),
+    ({"utilities": np.zeros(3), "length_probs": [1, 1]}, "length_probs"),
+    ({"utilities": np.zeros((2, 3)), "mixture_weights": [1, -1]}, "mixture_weights"),
+])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        draw_ballots(5, **kwargs)
