@@ -5,7 +5,7 @@ Run: ``NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_c
 measured side by side in one process:
 
 * ``tilted``: the njit cores ``log_esp_core`` (value) and ``log_esp_and_marginals_core``
-  (value + marginals) of :mod:`pm_perm.kernels.cardinality`, called directly like the
+  (value + marginals) of :mod:`pm_perm.kernels.esp`, called directly like the
   reference (the public wrappers add ~15 us of input validation per call);
 * ``log-space``: the textbook log-space DP (``logaddexp`` recursion), defined here in numba;
   value O(D k), value + marginals by forward and backward log tables (O(D k) memory);
@@ -30,16 +30,14 @@ from _timing import best_time  # benchmarks/_timing.py
 from numba import njit
 from scipy import stats
 
-from pm_perm.kernels.cardinality import (
+from pm_perm.kernels.esp import log_esp_and_marginals, log_esp_and_marginals_core, log_esp_core
+from pm_perm.kernels.esp_all import (
     _log_esp_all_tilted,
     _logaddexp,
     log_esp_all,
-    log_esp_all_fft,
     log_esp_all_logspace,
-    log_esp_and_marginals,
-    log_esp_and_marginals_core,
-    log_esp_core,
 )
+from pm_perm.kernels.esp_fft import log_esp_all_fft
 
 
 @njit(cache=True)

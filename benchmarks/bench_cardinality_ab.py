@@ -24,7 +24,11 @@ import numba
 import numpy as np
 from _ab import load_old  # benchmarks/_ab.py
 
-from pm_perm.kernels import cardinality as new
+from pm_perm.kernels import count_draws, esp, esp_all
+
+# the kernels of the old single file pm_perm/kernels/cardinality.py, now in three modules
+new = argparse.Namespace(**{name: getattr(module, name) for module in (esp, esp_all, count_draws)
+                            for name in module.__all__})
 
 
 def _same(a, b):

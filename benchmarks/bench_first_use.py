@@ -49,7 +49,7 @@ def make_data(path, n_graphs=200, M=8, seed=2026):
     the matching data are exact draws from the model at the true theta, as in the demo."""
     import numpy as np
 
-    from pm_perm.kernels.permanent import sample_permutations
+    from pm_perm.kernels.permutation_sampler import sample_permutations
 
     rng = np.random.default_rng(seed)
     theta_true = np.array([1.0, -0.7, 0.4, 0.0])

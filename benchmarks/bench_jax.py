@@ -224,7 +224,7 @@ def _float32_errors():
 
     from pm_perm.backends.jax.cardinality import log_esp
     from pm_perm.backends.jax.permanent import log_permanent
-    from pm_perm.kernels.cardinality import log_esp_core
+    from pm_perm.kernels.esp import log_esp_core
     from pm_perm.kernels.permanent import log_permanent as lp64
 
     rng = np.random.default_rng(1)

@@ -35,7 +35,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 from _timing import best_time  # noqa: E402  (benchmarks/_timing.py)
 
-from pm_perm.kernels.permanent import log_permanent_and_marginals  # noqa: E402
+from pm_perm.kernels.permanent import log_permanent_and_marginals
 from pm_perm.matching import (  # noqa: E402
     edge_features,
     feature_scale,

@@ -67,7 +67,7 @@ def read_current_preflib(path):
 def synthetic_ballots(n=64_000, M=14, seed=0):
     """Top-k ballots from the permutation exponential family, ballot lengths 1..M skewed short
     (as in Irish STV elections), aggregated."""
-    from pm_perm.kernels.permanent import sample_permutations
+    from pm_perm.kernels.permutation_sampler import sample_permutations
 
     rng = np.random.default_rng(seed)
     W = np.outer(np.linspace(1.5, -1.5, M), np.linspace(1, -1, M)) + rng.normal(size=(M, M))

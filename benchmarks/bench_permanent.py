@@ -83,7 +83,8 @@ def profile_passes(M=20, repeats=15, seed=0):
     """Best times of the DP's passes on one scaled matrix: forward, backward without marginals,
     forward + backward with marginals (the kernel functions called directly)."""
     from pm_perm.kernels.assignment import dual_scaled
-    from pm_perm.kernels.permanent import _backward, _forward
+    from pm_perm.kernels.subset_dp import backward as _backward
+    from pm_perm.kernels.subset_dp import forward as _forward
 
     B, _, _ = dual_scaled(np.random.default_rng(seed).normal(size=(M, M)))
     work = np.empty(1 << M)

@@ -219,8 +219,9 @@ def _cases():
     )
     from pm_perm._io import check_outputs
     from pm_perm.kernels.bethe import bethe_log_permanent as bethe_kernel
-    from pm_perm.kernels.cardinality import log_esp
-    from pm_perm.kernels.permanent import log_permanent, sample_permutations
+    from pm_perm.kernels.esp import log_esp
+    from pm_perm.kernels.permanent import log_permanent
+    from pm_perm.kernels.permutation_sampler import sample_permutations
     from pm_perm.learning_to_rank.metrics import ndcg_at_k
     from pm_perm.ops.bethe import bethe_log_permanent as bethe_op
     from pm_perm.ops.cardinality import expected_topk_gain, log_expected_topk_gain

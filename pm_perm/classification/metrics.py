@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax
 
-from pm_perm.kernels.cardinality import log_esp
+from pm_perm.kernels.esp import log_esp
 
 
 def _softplus(x):

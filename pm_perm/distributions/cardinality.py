@@ -30,21 +30,21 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
 from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_float_array, c_array
+from pm_perm.kernels._tilted_dp import n_finite as _n_finite
 from pm_perm.kernels._version import code_version
-from pm_perm.kernels.cardinality import (
-    _K_OUT_OF_RANGE,
+from pm_perm.kernels.count_draws import (
     COUNT_PROBS_TOL,
     DRAW_CONDITIONAL_BERNOULLI,
     DRAW_ERRORS,
     DRAW_NCHOOSEK,
     DRAW_ORDINAL,
-    _n_finite,
-    make_draw_kernel,
-    nchoosek_marginals,
     sample_conditional_bernoulli_core,
     sample_nchoosek_core,
     sample_ordinal_core,
 )
+from pm_perm.kernels.count_draws import K_OUT_OF_RANGE as _K_OUT_OF_RANGE
+from pm_perm.kernels.count_draws import make_count_draw_kernel as make_draw_kernel
+from pm_perm.kernels.esp import nchoosek_marginals
 from pm_perm.ops._extern import (
     StatusError,
     bitgen_of,

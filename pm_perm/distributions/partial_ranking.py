@@ -22,7 +22,7 @@ from pm_perm.distributions.cardinality import _select_last
 from pm_perm.distributions.permutation import NO_ITEM_MSG, permutation_draw_numba
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
-from pm_perm.kernels.permanent import sample_permutations
+from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.partial_orders import partial_order_loglik

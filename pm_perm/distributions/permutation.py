@@ -37,12 +37,9 @@ from pm_perm.kernels.huber_law import (
     huber_law_sample,
     make_huber_law_draw_kernel,
 )
-from pm_perm.kernels.permanent import (
-    DRAW_ERRORS,
-    check_exact_size,
-    make_draw_kernel,
-    sample_permutations,
-)
+from pm_perm.kernels.permanent import check_exact_size
+from pm_perm.kernels.permutation_sampler import DRAW_ERRORS, sample_permutations
+from pm_perm.kernels.permutation_sampler import make_permutation_draw_kernel as make_draw_kernel
 from pm_perm.ops._extern import (
     StatusError,
     bitgen_of,

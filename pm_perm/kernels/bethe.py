@@ -66,12 +66,12 @@ __all__ = [
     "BETHE_NO_PERMUTATION",
     "BETHE_OK",
     "BetheConvergenceError",
-    "bethe_checked_into",
+    "bethe_into",
     "bethe_core",
     "bethe_log_permanent",
     "bethe_log_permanent_and_marginals",
     "bethe_marginals",
-    "make_bethe_op_kernel",
+    "make_bethe_kernel",
 ]
 
 #: Sweeps of damped BP (damping 0.5) tried when undamped BP has not converged in 500 sweeps,
@@ -320,14 +320,14 @@ def bethe_core(W2, tol, max_iter):
     return _bethe_value(B, G, M) + shift, G, n_total, err
 
 
-#: Status codes of :func:`bethe_checked_into`.
+#: Status codes of :func:`bethe_into`.
 BETHE_OK, BETHE_NO_PERMUTATION, BETHE_NOT_CONVERGED = 0, 1, 2
 
 
 @njit(cache=True)
-def bethe_checked_into(W, tol, max_iter, out):
+def bethe_into(W, tol, max_iter, out):
     """``(status, log perm_B)`` of one C-contiguous (M, M) float64 matrix, beliefs into ``out``
-    (M, M): the body of the C kernels (:func:`make_bethe_op_kernel`, the JAX backend's XLA FFI
+    (M, M): the body of the C kernels (:func:`make_bethe_kernel`, the JAX backend's XLA FFI
     handler), which cannot raise, so the caller decides from ``status``.
 
     NaN, ``+inf`` or finite logits beyond ``LOGIT_ABS_MAX``: ``BETHE_OK`` with NaN value and
@@ -347,19 +347,19 @@ def bethe_checked_into(W, tol, max_iter, out):
     return BETHE_OK, v
 
 
-def make_bethe_op_kernel(version):
+def make_bethe_kernel(version):
     """Body of the C callable that the Bethe Ops call (``numba.cfunc``, see
     :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, tol, max_iter, value, beliefs)`` runs
-    :func:`bethe_checked_into` on the C-contiguous (m, m) float64 matrix at ``w``, writes
+    :func:`bethe_into` on the C-contiguous (m, m) float64 matrix at ``w``, writes
     ``log perm_B`` to ``value[0]`` and the beliefs to the (m, m) matrix at ``beliefs``, and
     returns the status. ``version`` keys numba's cache as in
-    :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`.
     """
 
     def op_kernel(w, m, tol, max_iter, value, beliefs):
         if version < 0:  # never true; referencing version puts it into numba's cache key
             return -1
-        status, v = bethe_checked_into(carray(w, (m, m)), tol, max_iter,
+        status, v = bethe_into(carray(w, (m, m)), tol, max_iter,
                                        carray(beliefs, (m, m)))
         value[0] = v
         return status

@@ -39,12 +39,11 @@ numba's parallel runtime started first (numba issue #8578: otherwise "Symbol not
 allocate_sched" or a segfault); call :func:`ensure_parallel_runtime` from Python before. The
 public functions here and the Ops of :mod:`pm_perm.ops.permanent` do.
 
-Cost: ``2^(M-1)`` terms of O(M) (value) or about 8x that (value and marginals); memory
-O(CHUNKS M^2) float64 (under 1 MiB at M = 30). Measured on one core: 6.6 s (value) and 57 s
-(value and marginals) at M = 30, doubling with each M (``docs/guide/large_m.md``). Accuracy is that
-of the cancelling sum: relative errors of ``perm`` and of the marginals up to about 1e-12 (1e-11
-for marginals below 1e-3) on the matrices measured there, not the DP's few ulps; the DP stays
-the default.
+Cost: ``2^(M-1)`` terms of O(M) (value) or a constant times that (value and marginals),
+doubling with each M; memory O(CHUNKS M^2) float64 (under 1 MiB at M = 30). Accuracy is that of
+the cancelling sum: relative errors of ``perm`` and of the marginals up to about 1e-12 (1e-11 for
+marginals below 1e-3) on the matrices of ``docs/guide/large_m.md``, not the DP's few ulps; the
+DP stays the default.
 """
 
 from __future__ import annotations
@@ -77,13 +76,14 @@ __all__ = [
     "glynn_sample_permutation_core",
     "glynn_sample_permutations",
     "format_seconds",
+    "glynn_into",
     "glynn_seconds_estimate",
     "make_glynn_draw_kernel",
-    "make_glynn_op_kernel",
+    "make_glynn_kernel",
 ]
 
-#: Largest M accepted by the Glynn kernels: 2^31 terms, about 4 min of one core for the value
-#: and marginals (extrapolated from 57 s measured at M = 30, docs/guide/large_m.md).
+#: Largest M accepted by the Glynn kernels: 2^31 terms (minutes of one core for the value and
+#: marginals).
 GLYNN_MAX_M = 32
 
 #: Sinkhorn sweeps after the dual scaling (any scaling is exact; these only reduce cancellation).
@@ -96,8 +96,8 @@ BLOCK_BITS = 10
 #: thread count.
 CHUNKS = 64
 
-#: CPU seconds per term and row (value and marginals; value only), about the largest measured
-#: at M = 20..30 by benchmarks/bench_glynn.py; used only for the time estimates in messages.
+#: CPU seconds per term and row (value and marginals; value only), from
+#: benchmarks/bench_glynn.py; used only for the time estimates in messages.
 _SEC_PER_TERM_ROW = (3.6e-9, 0.6e-9)
 
 
@@ -318,7 +318,7 @@ def _glynn_sums(A, marginals):
 
 
 @njit(cache=True)
-def _glynn_into(W, out, marginals):
+def _glynn_valid_into(W, out, marginals):
     """``log perm(exp W)`` of a validated (M, M) matrix; with ``marginals`` the marginals are
     written into ``out`` (M, M) (zeros when ``perm = 0``). NaN if rounding left the cancelling
     sum non-positive (not observed on the matrices measured; never a wrong finite value)."""
@@ -346,23 +346,27 @@ def _glynn_into(W, out, marginals):
     return math.log(total) - (M - 1) * math.log(2.0) + shift
 
 
-def make_glynn_op_kernel(version):
+@njit(cache=True)
+def glynn_into(W, P, marginals):
+    """:func:`pm_perm.kernels.permanent.log_permanent_into` by Glynn's formula: ``log perm(exp W)``
+    of a C-contiguous (m, m) float64 matrix, the marginals written to ``P`` (m, m) if
+    ``marginals``; NaN (and NaN marginals) for NaN, ``+inf`` or out-of-range logits. The body of
+    the C kernel of :func:`make_glynn_kernel`, which cannot raise."""
+    if not finite_or_minus_inf(W):
+        if marginals:
+            P[:, :] = np.nan
+        return np.nan
+    return _glynn_valid_into(W, P, marginals)
+
+
+def make_glynn_kernel(version):
     """Body of the C callable the PyTensor Ops call for ``method="glynn"``; the same contract as
-    :func:`pm_perm.kernels.permanent.make_op_kernel` (NaN for NaN, ``+inf`` or out-of-range
-    logits)."""
+    :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`, by :func:`glynn_into`."""
 
     def op_kernel(w, m, out, marginals):
         if version < 0:  # never true; referencing version puts it into numba's cache key
             return np.nan
-        W = carray(w, (m, m))
-        P = carray(out, (m, m))
-        if not finite_or_minus_inf(W):
-            if marginals:
-                for i in range(m):
-                    for j in range(m):
-                        P[i, j] = np.nan
-            return np.nan
-        return _glynn_into(W, P, marginals != 0)
+        return glynn_into(carray(w, (m, m)), carray(out, (m, m)), marginals != 0)
 
     return op_kernel
 
@@ -405,7 +409,7 @@ def draw_glynn_into(rng, W, out):
             for b in range(n):
                 sub[a, b] = W[r + a, free[b]]
         P = np.empty((n, n))
-        v = _glynn_into(sub, P, n > 1)
+        v = _glynn_valid_into(sub, P, n > 1)
         if v == -np.inf:
             return 4
         if not np.isfinite(v):
@@ -441,7 +445,8 @@ def glynn_sample_permutation_core(rng, W):
 def make_glynn_draw_kernel(version):
     """Body of the C callable that PyTensor's draws of ``PermutationExpFamily(method="glynn")``
     call beyond the DP's limit: ``draw_kernel(bitgen, w, m0, m1, out)`` as
-    :func:`pm_perm.kernels.permanent.make_draw_kernel`, by :func:`draw_glynn_into`."""
+    :func:`pm_perm.kernels.permutation_sampler.make_permutation_draw_kernel`, by
+    :func:`draw_glynn_into`."""
 
     def draw_kernel(bitgen, w, m0, m1, out):
         if version < 0:  # never true; referencing version puts it into numba's cache key
@@ -458,7 +463,7 @@ def _glynn_batch(W, marginals):
     P = np.empty((n, M, M) if marginals else (n, 0, 0))
     scratch = np.empty((M, M))
     for b in range(n):
-        v[b] = _glynn_into(W[b], P[b] if marginals else scratch, marginals)
+        v[b] = _glynn_valid_into(W[b], P[b] if marginals else scratch, marginals)
     return v, P
 
 
@@ -498,7 +503,7 @@ def glynn_log_permanent(W):
 
 def glynn_log_permanent_and_marginals(W):
     """``(log perm(exp W), P)`` by Glynn's formula; ``P[..., i, j] = p(y[i] = j)`` is the gradient
-    of the log-permanent (all zeros if ``perm = 0``). About 3x the time of the value alone."""
+    of the log-permanent (all zeros if ``perm = 0``). A constant times the value's cost."""
     arr, batch, flat = _prepare(W)
     v, P = _glynn_batch(flat, True)
     return v.reshape(batch), P.reshape(arr.shape)

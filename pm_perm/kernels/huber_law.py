@@ -241,7 +241,7 @@ def make_huber_law_draw_kernel(version):
     ``+inf`` or finite logits beyond 1e300), ``HL_NO_PERMUTATION`` (every permutation uses a
     ``-inf`` entry: no trial could be accepted) or ``HL_NOT_ACCEPTED`` (no draw accepted in
     ``max_trials`` trials, or the (P1) guard). ``version`` keys numba's cache as in
-    :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`.
     """
 
     def draw_kernel(bitgen, w, m, max_trials, out):

@@ -49,21 +49,15 @@ from pm_perm._memory import format_bytes, memory_budget
 from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_square_logits, check_weights, finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
-from pm_perm.kernels.permanent import (
-    EXACT_MAX_M,
-    _forward,
-    _padded,
-    _popcount,
-    _workspace,
-    log_permanent_and_marginals_core,
-)
+from pm_perm.kernels.permanent import EXACT_MAX_M, log_permanent_and_marginals_core
 from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
+from pm_perm.kernels.subset_dp import forward, padded, popcount, workspace
 
 __all__ = [
     "SUFFIX_TINY",
     "check_partial_order_size",
-    "checked_partial_orders_into",
-    "make_partial_orders_op_kernel",
+    "partial_orders_into",
+    "make_partial_orders_kernel",
     "partial_order_loglik",
     "partial_order_loglik_and_grad",
     "partial_orders_core",
@@ -160,11 +154,11 @@ def partial_orders_core(W, orders, weights, values, grad, want_grad):
             w = W[i, M - 1 - r]
             if w != -np.inf:
                 Bp[r, i] = math.exp(min(w + u[i] + v[M - 1 - r], 0.0))
-    Bp = _padded(Bp)
+    Bp = padded(Bp)
     # the permanent's workspace: 2^max(M, 5) entries (it has none for M <= ENUMERATE_MAX_M = 4,
     # hence the 5), kept per thread for 16 <= M <= 22
-    h = _workspace(max(M, 5))
-    _forward(Bp, h)
+    h = workspace(max(M, 5))
+    forward(Bp, h)
     vsuf = np.zeros(M + 1)  # vsuf[s] = sum of v over the last s positions
     for s in range(1, M + 1):
         vsuf[s] = vsuf[s - 1] + v[M - s]
@@ -221,10 +215,10 @@ def partial_orders_core(W, orders, weights, values, grad, want_grad):
 
 
 @njit(cache=True)
-def checked_partial_orders_into(W, orders, weights, values, grad, want_grad):
+def partial_orders_into(W, orders, weights, values, grad, want_grad):
     """:func:`partial_orders_core` for logits that may hold NaN, ``+inf`` or finite entries
     beyond ``LOGIT_ABS_MAX``: those give NaN (values, the total and, with ``want_grad``, the
-    gradient). The body of the C kernel of :func:`make_partial_orders_op_kernel`."""
+    gradient). The body of the C kernel of :func:`make_partial_orders_kernel`."""
     if not finite_or_minus_inf(W):
         values[:] = np.nan
         if want_grad:
@@ -233,21 +227,22 @@ def checked_partial_orders_into(W, orders, weights, values, grad, want_grad):
     return partial_orders_core(W, orders, weights, values, grad, want_grad)
 
 
-def make_partial_orders_op_kernel(version):
+def make_partial_orders_kernel(version):
     """Body of the C callable that the partial-order Ops call (``numba.cfunc``, see
     :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, orders, n, weights, values, grad,
-    want_grad)`` runs :func:`checked_partial_orders_into` on the C-contiguous (m, m) float64
+    want_grad)`` runs :func:`partial_orders_into` on the C-contiguous (m, m) float64
     logits at ``w``, the (n, m) int64 orders and the (n,) float64 weights, writes the per-order
     values to the (n,) array at ``values`` and, if ``want_grad`` is non-zero, the gradient to the
     (m, m) array at ``grad`` (otherwise ``grad`` is not touched), and returns the weighted sum.
-    ``version`` keys numba's cache as in :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    ``version`` keys numba's cache as in
+    :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`.
     """
 
     def op_kernel(w, m, orders, n, weights, values, grad, want_grad):
         if version < 0:  # never true; referencing version puts it into numba's cache key
             return np.nan
         G = carray(grad, (m, m)) if want_grad else np.empty((0, 0))
-        return checked_partial_orders_into(carray(w, (m, m)), carray(orders, (n, m)),
+        return partial_orders_into(carray(w, (m, m)), carray(orders, (n, m)),
                                            carray(weights, n), carray(values, n), G,
                                            want_grad != 0)
 
@@ -264,13 +259,13 @@ def _suffix_adjoint(Bp, h, a, grad, M):
         x = a[S]
         if x == 0.0:
             continue
-        r = _popcount(S) - 1
+        r = popcount(S) - 1
         row = Bp[r]
         g = G[r]
         s = S
         while s:
             low = s & (-s)
-            i = _popcount(low - 1)
+            i = popcount(low - 1)
             t = x * row[i]
             g[i] += t * h[S ^ low]
             a[S ^ low] += t

@@ -46,7 +46,7 @@ __all__ = [
     "TIE_BLOCK_MESSAGE",
     "draw_plackett_luce_into",
     "make_plackett_luce_draw_kernel",
-    "make_plackett_luce_op_kernel",
+    "make_plackett_luce_kernel",
     "plackett_luce_core",
     "plackett_luce_into",
     "plackett_luce_loglik",
@@ -223,7 +223,7 @@ def plackett_luce_into(u, orders, g, values, grad, want_grad):
     """:func:`plackett_luce_core` without raising: ``(total, status)``, with ``status``
     ``PL_TIE_BLOCK_TOO_LARGE`` (the outputs then partly written) for an order with a tie block
     beyond ``TIE_BLOCK_MAX`` before its last block, else 0. The body of the C kernel of
-    :func:`make_plackett_luce_op_kernel`."""
+    :func:`make_plackett_luce_kernel`."""
     M = u.shape[0]
     n = orders.shape[0]
     if want_grad:
@@ -263,14 +263,14 @@ def plackett_luce_core(u, orders, g, values, grad, want_grad):
     return total
 
 
-def make_plackett_luce_op_kernel(version):
+def make_plackett_luce_kernel(version):
     """Body of the C callable that the Plackett-Luce Ops call (``numba.cfunc``, see
     :mod:`pm_perm.ops._extern`): ``op_kernel(u, m, orders, n, g, values, grad, want_grad,
     total)`` runs :func:`plackett_luce_into` on the C-contiguous (m,) float64 utilities at
     ``u``, the (n, m) int64 orders and the (n,) float64 weights ``g``, writing the (n,) values,
     the (m,) gradient (when ``want_grad`` is non-zero; ``grad`` must point to m float64 either
     way) and the weighted sum to ``total[0]``; returns the status. ``version`` keys numba's
-    cache as in :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    cache as in :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`.
     """
 
     def op_kernel(u, m, orders, n, g, values, grad, want_grad, total):
@@ -354,7 +354,7 @@ def make_plackett_luce_draw_kernel(version):
     the (n_lengths,) length probabilities with the caller's random stream (numpy's ``bitgen_t``
     at ``bitgen``, :mod:`pm_perm.kernels._bitgen`), writing the draw to the (m,) int64 array at
     ``out``; returns the status. ``version`` keys numba's cache as in
-    :func:`pm_perm.kernels.permanent.make_op_kernel`.
+    :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`.
     """
 
     def draw_kernel(bitgen, u, m, length_probs, n_lengths, out):

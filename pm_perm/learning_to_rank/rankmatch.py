@@ -55,7 +55,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm.kernels.permanent import sample_permutations
+from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.learning_to_rank._scoring import FeatureScaling, LinearRanker
 from pm_perm.learning_to_rank.data import RankingSplit
 from pm_perm.ops.permanent import exact_max_m, log_permanent

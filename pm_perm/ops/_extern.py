@@ -4,8 +4,8 @@ Why: numba links the LLVM code of every function a jitted function calls into th
 and then optimises and compiles that whole module to machine code again. The numba
 implementation of an Op is compiled inside every PyTensor function that uses it (``logp``,
 ``dlogp``, ``find_MAP``'s value-and-gradient, NUTS, draws, posterior predictive, ...), and each
-of those layers (Op wrapper, Blockwise loop, graph function) re-compiled the whole kernel: on an
-empty PyTensor cache, 3 to 5 times per graph (measured in ``benchmarks/bench_first_use.py``).
+of those layers (Op wrapper, Blockwise loop, graph function) re-compiled the whole kernel,
+several times per graph on an empty PyTensor cache (``benchmarks/bench_first_use.py``).
 
 How: the kernel is compiled ONCE (per numba cache; ``cache=True``) as a C callable
 (``numba.cfunc``), its address is registered with LLVM under a fixed symbol name, and the Op's
@@ -88,8 +88,8 @@ def extern_kernel(symbol: str, signature, py_func):
     :class:`ExternKernel`. The compilation happens on the first call, not at import.
 
     ``py_func`` must not raise (a C callable cannot) and should hold a ``version`` closure
-    variable (see :func:`pm_perm.kernels.permanent.make_op_kernel`): numba's cache key sees the
-    file of ``py_func`` only, not the kernels it calls.
+    variable (see :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`): numba's cache
+    key sees the file of ``py_func`` only, not the kernels it calls.
     """
 
     @functools.cache
@@ -151,7 +151,7 @@ class StatusError(Exception):
     compiled code raises ``Subclass(status, *ints)`` and Python receives
     ``exception type(template.format(*ints))``: the same type and message as the Python path
     raises, not an instance of the subclass. Why: numba compiles a message built at run time
-    (``"M = " + str(m)``) into the graph, about 1 s of compilation in EVERY PyTensor function
+    (``"M = " + str(m)``) into the graph, about a second of compilation in EVERY PyTensor function
     that uses the Op, while a raise with integer arguments costs nearly nothing (numba keeps the
     class and boxes the integers; the class builds the message when Python re-raises it).
     Compiled code must pass integers only (strings are boxed at run time too, and cost as much
@@ -175,8 +175,8 @@ def value_errors(messages):
 # ----------------------------------------------------------------------------- output buffers
 # A numba implementation that returns an array makes PyTensor's Blockwise / random-variable loop
 # copy it into the output with numba's array assignment, whose shape-mismatch message (built from
-# the shapes at run time) costs one to several seconds of compilation in every graph (measured:
-# 1.71 s of the 3.34 s draw graph of PermutationExpFamily). Writing into the output buffers
+# the shapes at run time) costs seconds of compilation in every graph (a large share of a draw
+# graph's compile time). Writing into the output buffers
 # PyTensor hands over (``fn.handles_out = True``) avoids it; the kernels write them directly
 # when they are C-contiguous (always, for the buffers PyTensor allocates).
 

@@ -29,7 +29,7 @@ from pm_perm.kernels.bethe import (
     BETHE_NOT_CONVERGED,
     BetheConvergenceError,
     _run,
-    make_bethe_op_kernel,
+    make_bethe_kernel,
 )
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
@@ -177,7 +177,7 @@ bethe_marginals = EmptyBatchBlockwise(BetheMarginals())
 
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.int64(_F64_PTR, types.intp, types.float64, types.int64, _F64_PTR, _F64_PTR)
-_EXTERN = extern_kernel("pm_perm_bethe_kernel", _SIGNATURE, make_bethe_op_kernel(_VERSION))
+_EXTERN = extern_kernel("pm_perm_bethe_kernel", _SIGNATURE, make_bethe_kernel(_VERSION))
 
 
 class _BetheError(StatusError):

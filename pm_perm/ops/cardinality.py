@@ -1,4 +1,4 @@
-"""PyTensor Ops for the conditional-Bernoulli normaliser (see :mod:`pm_perm.kernels.cardinality`).
+"""PyTensor Ops for the conditional-Bernoulli normaliser (see :mod:`pm_perm.kernels.esp`).
 
 ``log_esp(theta, k)`` (core signature ``(n),()->()``) is ``log e_k(exp theta)``, the log
 normaliser ``log Z_k`` of the conditional Bernoulli; its gradient with respect to ``theta`` is
@@ -6,7 +6,7 @@ normaliser ``log Z_k`` of the conditional Bernoulli; its gradient with respect t
 from one two-output Op, :class:`LogESPAndMarginals`, so a graph needing the value and its
 gradient (logp + dlogp in find_MAP / NUTS) runs the dynamic program once; when a compiled graph
 does not use the marginals (logp alone: slice sampling, log-likelihoods) a specialize rewrite
-swaps in the value-only :class:`LogESP`, 3-7x cheaper. ``k`` is an integer
+swaps in the value-only :class:`LogESP`, which skips the suffix pass. ``k`` is an integer
 input without gradient. Cost O(D k) per vector; ``-inf`` logits are allowed (item never on);
 ``k`` outside ``0..#finite logits`` gives ``-inf`` with zero marginals. NaN logits give NaN.
 
@@ -17,8 +17,8 @@ functions of the marginals work. Third derivatives are not implemented.
 
 Backends: numba graphs call the C kernel per row (``pm_perm.ops._extern``); PyTensor's Python
 linker (pm_perm's MAP fits, ``FAST_COMPILE``) runs a whole batch in one compiled loop over the
-same kernel (each core Op's ``gufunc_spec``), not ``perform`` once per row in Python (about 8 us
-per row around a kernel of about 1 us at D = 10).
+same kernel (each core Op's ``gufunc_spec``), not ``perform`` once per row in Python (whose
+per-row overhead is several times a small kernel's cost).
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from pytensor.tensor.rewriting.basic import register_specialize
 from pm_perm._numba import njit
 from pm_perm.kernels._checks import c_array
 from pm_perm.kernels._version import code_version
-from pm_perm.kernels.cardinality import (
+from pm_perm.kernels.esp import (
     ESP_COVARIANCE_DOT,
     ESP_MARGINALS,
     ESP_VALUE,
-    make_esp_op_kernel,
+    make_esp_kernel,
 )
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
@@ -292,7 +292,7 @@ def expected_topk_gain(theta, target, K):
 
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.float64(_F64_PTR, types.intp, types.int64, _F64_PTR, _F64_PTR, types.intc)
-_EXTERN = extern_kernel("pm_perm_log_esp_kernel", _SIGNATURE, make_esp_op_kernel(_VERSION))
+_EXTERN = extern_kernel("pm_perm_log_esp_kernel", _SIGNATURE, make_esp_kernel(_VERSION))
 
 
 # The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
@@ -354,7 +354,7 @@ def _numba_log_esp(op, node, **kwargs):
 
 # ----------------------------------------------------------------------------- Python linker
 # PyTensor's Blockwise runs a core Op's ``perform`` once per row in Python on its Python linker
-# (pm_perm's MAP fits, FAST_COMPILE): about 8 us per row around a kernel of about 1 us (D = 10).
+# (pm_perm's MAP fits, FAST_COMPILE), an overhead several times a small row's kernel.
 # Each core Op's ``gufunc_spec`` names one of the functions below, which Blockwise calls once
 # with the whole batch: one compiled loop over the rows calls the C kernel. The core Ops'
 # ``perform`` (an unbatched node, from which PyTensor removes the Blockwise) calls them too, so

@@ -39,7 +39,7 @@ from pytensor.tensor.rewriting.basic import register_specialize
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import (
     check_partial_order_size,
-    make_partial_orders_op_kernel,
+    make_partial_orders_kernel,
 )
 from pm_perm.kernels.permanent import EXACT_MAX_M
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
@@ -251,7 +251,7 @@ _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.float64(_F64_PTR, types.intp, types.CPointer(types.int64), types.intp,
                            _F64_PTR, _F64_PTR, _F64_PTR, types.intc)
 _EXTERN = extern_kernel("pm_perm_partial_orders_kernel", _SIGNATURE,
-                        make_partial_orders_op_kernel(_VERSION))
+                        make_partial_orders_kernel(_VERSION))
 
 
 def _run(W, orders, weights, want_grad):

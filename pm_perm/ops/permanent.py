@@ -45,13 +45,13 @@ from pm_perm.kernels.glynn import (
     GLYNN_MAX_M,
     check_glynn_size,
     ensure_parallel_runtime,
-    make_glynn_op_kernel,
+    make_glynn_kernel,
 )
 from pm_perm.kernels.permanent import (
     EXACT_LIMIT_ADVICE,
     EXACT_MAX_M,
     check_exact_size,
-    make_op_kernel,
+    make_log_permanent_kernel,
     memory_budget,
 )
 from pm_perm.ops._extern import StatusError, extern_kernel
@@ -212,9 +212,10 @@ _ADVICE = EXACT_LIMIT_ADVICE
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.float64(_F64_PTR, types.intp, _F64_PTR, types.intc)
 _EXTERN = {
-    "dp": extern_kernel("pm_perm_log_permanent_kernel", _SIGNATURE, make_op_kernel(_VERSION)),
+    "dp": extern_kernel("pm_perm_log_permanent_kernel", _SIGNATURE,
+                        make_log_permanent_kernel(_VERSION)),
     "glynn": extern_kernel("pm_perm_log_permanent_glynn_kernel", _SIGNATURE,
-                           make_glynn_op_kernel(_VERSION)),
+                           make_glynn_kernel(_VERSION)),
 }
 
 
@@ -276,8 +277,8 @@ def _batch_runner(method):
 class _KernelBlockwise(Blockwise):
     """The ``Blockwise`` of the permanent Ops. On PyTensor's Python linker its ``perform`` runs the
     whole batch in one compiled loop (:func:`_batch_runner`) instead of PyTensor's Python loop,
-    which costs about 15 us per matrix around the kernel call (a RankMatch evaluation has about
-    10^4 small matrices). The numba and JAX backends compile it as any ``Blockwise``."""
+    whose per-matrix overhead dominates for small matrices (a RankMatch evaluation has about
+    10^4 of them). The numba and JAX backends compile it as any ``Blockwise``."""
 
     def prepare_node(self, node, storage_map, compute_map, impl=None):
         pass  # Blockwise prepares a per-matrix Python loop here, which perform does not use

@@ -35,7 +35,7 @@ from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
     PL_TIE_BLOCK_TOO_LARGE,
     TIE_BLOCK_MESSAGE,
-    make_plackett_luce_op_kernel,
+    make_plackett_luce_kernel,
 )
 from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
@@ -223,7 +223,7 @@ _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.int64(_F64_PTR, types.intp, types.CPointer(types.int64), types.intp, _F64_PTR,
                          _F64_PTR, _F64_PTR, types.intc, _F64_PTR)
 _EXTERN = extern_kernel("pm_perm_plackett_luce_kernel", _SIGNATURE,
-                        make_plackett_luce_op_kernel(_VERSION))
+                        make_plackett_luce_kernel(_VERSION))
 
 
 class _PlackettLuceError(StatusError):

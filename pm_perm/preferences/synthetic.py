@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pm_perm.kernels.permanent import sample_permutations
+from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.kernels.plackett_luce import sample_plackett_luce
 
 __all__ = ["default_positions", "draw_ballots", "rank_one_logits",

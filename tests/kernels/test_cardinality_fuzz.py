@@ -3,12 +3,9 @@
 import numpy as np
 import pytest
 
-from pm_perm.kernels.cardinality import (
-    conditional_marginals,
-    log_esp,
-    log_esp_all,
-    sample_conditional_bernoulli,
-)
+from pm_perm.kernels.count_draws import sample_conditional_bernoulli
+from pm_perm.kernels.esp import conditional_marginals, log_esp
+from pm_perm.kernels.esp_all import log_esp_all
 from pm_perm.reference.subsets import log_esp as log_esp_enum
 
 

@@ -6,12 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pm_perm.kernels.cardinality import (
-    log_esp,
-    log_esp_all,
-    log_esp_and_marginals,
-    sample_conditional_bernoulli,
-)
+from pm_perm.kernels.count_draws import sample_conditional_bernoulli
+from pm_perm.kernels.esp import log_esp, log_esp_and_marginals
+from pm_perm.kernels.esp_all import log_esp_all
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True)
 

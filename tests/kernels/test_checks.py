@@ -7,7 +7,7 @@ import re
 import numpy as np
 from numba import types
 
-from pm_perm.kernels import cardinality, huber_law, partial_orders, permanent
+from pm_perm.kernels import esp, huber_law, partial_orders, permanent
 from pm_perm.kernels._checks import c_array, first_non_permutation
 
 
@@ -34,8 +34,8 @@ def test_read_only_input_does_not_compile_another_kernel_variant():
     W.flags.writeable = False
     orders = np.array([[0, 1, 2], [2, 0, 1]])
     orders.flags.writeable = False
-    cardinality.log_esp(theta, 2)
-    cardinality.log_esp_and_marginals(theta, np.broadcast_to(2, (3,)))
+    esp.log_esp(theta, 2)
+    esp.log_esp_and_marginals(theta, np.broadcast_to(2, (3,)))
     permanent.log_permanent(W)
     partial_orders.partial_order_loglik(W, orders)
     weights = np.ones(2)
@@ -44,7 +44,7 @@ def test_read_only_input_does_not_compile_another_kernel_variant():
     A = np.full((3, 3), 0.3)
     A.flags.writeable = False
     huber_law.huber_law_log_bound(A)
-    for dispatcher in (cardinality._log_esp_batch, cardinality._log_esp_and_marginals_batch,
+    for dispatcher in (esp._log_esp_batch, esp._log_esp_and_marginals_batch,
                        permanent._log_permanent_batch, partial_orders._batch,
                        huber_law._log_bound):
         assert not _read_only_array_args(dispatcher), dispatcher.py_func.__qualname__

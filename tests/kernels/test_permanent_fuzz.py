@@ -11,8 +11,8 @@ from pm_perm.kernels.permanent import (
     log_permanent,
     log_permanent_and_marginals,
     permutation_marginals,
-    sample_permutations,
 )
+from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.reference.permutations import log_permanent_enum
 
 KERNELS = [log_permanent, permutation_marginals, sample_permutations, max_weight_matching]

@@ -8,11 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pm_perm.kernels.permanent import (
-    log_permanent,
-    log_permanent_and_marginals,
-    sample_permutations,
-)
+from pm_perm.kernels.permanent import log_permanent, log_permanent_and_marginals
+from pm_perm.kernels.permutation_sampler import sample_permutations
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True)
 

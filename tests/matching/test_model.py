@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from pm_perm.kernels.permanent import permutation_marginals, sample_permutations
+from pm_perm.kernels.permanent import permutation_marginals
+from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.matching.data import make_silhouette_pairs
 from pm_perm.matching.features import edge_features, shape_context
 from pm_perm.matching.model import (

@@ -46,14 +46,15 @@ from numba.extending import intrinsic
 
 from pm_perm._numba import cfunc, njit
 from pm_perm.kernels._checks import finite_or_minus_inf
-from pm_perm.kernels.bethe import BETHE_NOT_CONVERGED, bethe_checked_into
-from pm_perm.kernels.cardinality import (
+from pm_perm.kernels.bethe import BETHE_NOT_CONVERGED
+from pm_perm.kernels.bethe import bethe_into as bethe_checked_into
+from pm_perm.kernels.esp import (
     conditional_covariance_dot_core,
     log_esp_and_marginals_core,
     log_esp_core,
 )
 from pm_perm.kernels.partial_orders import partial_orders_core
-from pm_perm.kernels.permanent import checked_value_into
+from pm_perm.kernels.permanent import log_permanent_into as checked_value_into
 from pm_perm.kernels.plackett_luce import TIE_BLOCK_MAX, plackett_luce_core
 from pm_perm.kernels.rank_form import order_blocks
 

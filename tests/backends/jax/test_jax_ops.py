@@ -313,7 +313,7 @@ def test_cpu_path_float32():
     (the FFI handler converts to float64 and back), batched by vmap."""
     from pm_perm.backends.jax.cardinality import log_esp_and_marginals
     from pm_perm.backends.jax.permanent import log_permanent_and_marginals
-    from pm_perm.kernels.cardinality import log_esp_and_marginals_core
+    from pm_perm.kernels.esp import log_esp_and_marginals_core
     from pm_perm.kernels.permanent import log_permanent_and_marginals_core
 
     rng = np.random.default_rng(11)
@@ -338,7 +338,7 @@ def test_log_esp_second_derivative(jax_path):
     """``jax.jacrev(jax.grad(log_esp))`` (reverse over reverse) is the conditional covariance on
     both paths (``jax.hessian``, forward over reverse, is refused by ``jax.custom_vjp``)."""
     from pm_perm.backends.jax.cardinality import log_esp
-    from pm_perm.kernels.cardinality import conditional_covariance_dot_core
+    from pm_perm.kernels.esp import conditional_covariance_dot_core
 
     th = np.random.default_rng(12).normal(size=6)
     H = np.asarray(jax.jit(jax.jacrev(jax.grad(log_esp)))(th, 2))
