@@ -94,6 +94,22 @@ def finite_or_minus_inf(W):
 
 
 @njit(cache=True)
+def square_logits_status(W, max_m):
+    """The input check of the exact permutation samplers, which return a status instead of
+    raising: 0 if ``W`` is a square (M, M) matrix with ``1 <= M <= max_m`` whose entries pass
+    :func:`finite_or_minus_inf`; else 1 (not square, or empty), 2 (M beyond ``max_m``) or 3
+    (NaN, ``+inf`` or out-of-range logits)."""
+    M = W.shape[0]
+    if W.shape[1] != M or M == 0:
+        return 1
+    if M > max_m:
+        return 2
+    if not finite_or_minus_inf(W):
+        return 3
+    return 0
+
+
+@njit(cache=True)
 def hall_violator(W):
     """Whether the finite entries of the (M, M) matrix ``W`` hold a perfect matching, that is
     whether some permutation avoids every ``-inf`` entry (``perm(exp W) > 0``).

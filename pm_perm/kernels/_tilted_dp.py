@@ -44,6 +44,7 @@ __all__ = [
     "logits_and_counts",
     "n_finite",
     "pb_step",
+    "pb_step_out",
     "scan_logits",
     "suffix_block",
     "suffix_checkpoints",
@@ -184,6 +185,15 @@ def pb_step(q, top, p, r):
     q[0] *= r
 
 
+@njit(cache=True, inline="always")
+def pb_step_out(dst, src, top, p, r):
+    """:func:`pb_step` out of place, ``dst[0..top]`` from ``src``: one pass with no copy first;
+    zeros of ``src`` above its support stay zero in ``dst``."""
+    dst[0] = src[0] * r
+    for j in range(1, top + 1):
+        dst[j] = src[j] * r + src[j - 1] * p
+
+
 @njit(cache=True)
 def invalid_logits(theta):
     """True if a logit is NaN, +inf or finite beyond ``LOGIT_ABS_MAX`` (the cores then return
@@ -251,11 +261,7 @@ def suffix_block(p, r, k, B, b, ck, buf):
         if p[d] == 0.0:
             copy_1d(dst, src)
             continue
-        # one out-of-place pass (no copy, then update): zeros above the support stay zero
-        pd, rd = p[d], r[d]
-        dst[0] = src[0] * rd
-        for j in range(1, k + 1):
-            dst[j] = src[j] * rd + src[j - 1] * pd
+        pb_step_out(dst, src, k, p[d], r[d])
     return n
 
 
@@ -275,11 +281,7 @@ def suffix_full(p, r, k, buf):
             copy_1d(dst, src)
             continue
         m += 1
-        top = min(m, k)
-        pd, rd = p[d], r[d]
-        dst[0] = src[0] * rd
-        for j in range(1, top + 1):
-            dst[j] = src[j] * rd + src[j - 1] * pd
+        pb_step_out(dst, src, min(m, k), p[d], r[d])
     return m
 
 

@@ -116,6 +116,16 @@ def _log1m_excl(G, i, j, M):
     return math.log(s)
 
 
+@njit(cache=True, inline="always")
+def _row_products(B, rho, X, i):
+    """``X[i, j] = B[i, j] rho[i, j]`` for row ``i``; returns the row's sum."""
+    t = 0.0
+    for j in range(B.shape[1]):
+        X[i, j] = B[i, j] * rho[i, j]
+        t += X[i, j]
+    return t
+
+
 @njit(cache=True)
 def _bp(B, tol, max_iter, G, damping=1.0):
     """Sum-product loopy BP on the matching factor graph (ratio messages), writing beliefs to G.
@@ -138,10 +148,7 @@ def _bp(B, tol, max_iter, G, damping=1.0):
     for it in range(max_iter):
         # lam from rho (row exclusion sums, exact recomputation when the own term dominates)
         for i in range(M):
-            t = 0.0
-            for j in range(M):
-                X[i, j] = B[i, j] * rho[i, j]
-                t += X[i, j]
+            t = _row_products(B, rho, X, i)
             for j in range(M):
                 r = t - X[i, j]
                 if r < 1e-6 * t:
@@ -177,10 +184,7 @@ def _bp(B, tol, max_iter, G, damping=1.0):
         for j in range(M):
             colsum[j] = 0.0
         for i in range(M):
-            t = 0.0
-            for j in range(M):
-                X[i, j] = B[i, j] * rho[i, j]
-                t += X[i, j]
+            t = _row_products(B, rho, X, i)
             for j in range(M):
                 g = X[i, j] / t
                 d = abs(g - G[i, j])

@@ -57,11 +57,11 @@ from numba.np.ufunc import parallel as _numba_parallel
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
 from pm_perm.kernels._checks import (
-    LOGIT_ABS_MAX,
     as_size,
     as_square_logits,
     c_array,
     finite_or_minus_inf,
+    square_logits_status,
 )
 from pm_perm.kernels.assignment import dual_scaled
 
@@ -392,15 +392,10 @@ def draw_glynn_into(rng, W, out):
     removing rows ``0..r-1`` and the columns already used (``p(y[r] = j | y[:r])``), so a draw
     costs about twice one value-and-marginals call at size M.
     """
+    status = square_logits_status(W, GLYNN_MAX_M)
+    if status != 0:
+        return status
     M = W.shape[0]
-    if W.shape[1] != M or M == 0:
-        return 1
-    if M > GLYNN_MAX_M:
-        return 2
-    for i in range(M):
-        for j in range(M):
-            if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
-                return 3
     free = np.arange(M)
     for r in range(M):
         n = M - r
@@ -512,7 +507,8 @@ def glynn_log_permanent_and_marginals(W):
 def glynn_sample_permutations(W, size=None, rng=None):
     """Exact draws from ``p(y) = exp(sum_i W[i, y[i]]) / perm(exp W)`` by Glynn's formula.
 
-    Same arguments and value convention as :func:`pm_perm.kernels.permanent.sample_permutations`
+    Same arguments and value convention as
+    :func:`pm_perm.kernels.permutation_sampler.sample_permutations`
     (``size`` is the full batch shape, ``W``'s batch shape broadcasts to it). Each draw costs
     about twice one :func:`glynn_log_permanent_and_marginals` call (no table is shared between
     draws): use the DP's sampler while its table fits.

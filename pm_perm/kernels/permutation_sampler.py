@@ -16,7 +16,7 @@ from numba import carray
 
 from pm_perm._numba import njit
 from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, as_size, as_square_logits
+from pm_perm.kernels._checks import as_size, as_square_logits, square_logits_status
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 from pm_perm.kernels.permanent import EXACT_MAX_M, check_exact_size, log_permanent
 from pm_perm.kernels.subset_dp import DEBRUIJN, ENUMERATE_MAX_M, backward, ctz, padded, workspace
@@ -89,15 +89,9 @@ def draw_permutation_into(rng, W, out):
     or, without drawing, the index in ``DRAW_ERRORS`` of what is wrong with ``W`` (non-square
     or empty, M beyond ``EXACT_MAX_M``, NaN or ``+inf`` logits, ``perm(exp W) = 0``). The body
     of the C kernel of :func:`make_permutation_draw_kernel`, which cannot raise."""
-    M = W.shape[0]
-    if W.shape[1] != M or M == 0:
-        return 1
-    if M > EXACT_MAX_M:
-        return 2
-    for i in range(M):
-        for j in range(M):
-            if not (abs(W[i, j]) <= LOGIT_ABS_MAX or W[i, j] == -np.inf):
-                return 3
+    status = square_logits_status(W, EXACT_MAX_M)
+    if status != 0:
+        return status
     if not max_weight_assignment_core(W)[3]:
         return 4
     B, g = _sampler_table(W)

@@ -82,16 +82,21 @@ _SMALL_PERMS = _nested_permutations(ENUMERATE_MAX_M)
 _FACTORIAL = np.array([1, 1, 2, 6, 24, 120], dtype=np.int64)
 
 
+@njit(cache=True, inline="always")
+def _score(W, r):
+    """``sum_i W[i, y[i]]`` of the ``r``-th permutation ``y`` of ``_SMALL_PERMS``."""
+    s = 0.0
+    for i in range(W.shape[0]):
+        s += W[i, _SMALL_PERMS[r, i]]
+    return s
+
+
 @njit(cache=True)
 def _best_permutation_score(W):
     """``max_y sum_i W[i, y[i]]`` over the ``M!`` permutations, ``M <= ENUMERATE_MAX_M``."""
-    M = W.shape[0]
-    perms = _SMALL_PERMS
     best = -np.inf
-    for r in range(_FACTORIAL[M]):
-        s = 0.0
-        for i in range(M):
-            s += W[i, perms[r, i]]
+    for r in range(_FACTORIAL[W.shape[0]]):
+        s = _score(W, r)
         if s > best:
             best = s
     return best
@@ -101,17 +106,12 @@ def _best_permutation_score(W):
 def _enumerate_value(W):
     """``log perm(exp W)`` by enumerating the ``M!`` permutations, ``M <= ENUMERATE_MAX_M``;
     log-sum-exp scaled by the best permutation, so every term is in ``[0, 1]``."""
-    M = W.shape[0]
-    perms = _SMALL_PERMS
     best = _best_permutation_score(W)
     if best == -np.inf:
         return -np.inf
     total = 0.0
-    for r in range(_FACTORIAL[M]):
-        s = 0.0
-        for i in range(M):
-            s += W[i, perms[r, i]]
-        total += math.exp(s - best)
+    for r in range(_FACTORIAL[W.shape[0]]):
+        total += math.exp(_score(W, r) - best)
     return math.log(total) + best
 
 
@@ -129,10 +129,7 @@ def _enumerate_with_marginals(W, out):
         return -np.inf
     total = 0.0
     for r in range(_FACTORIAL[M]):
-        s = 0.0
-        for i in range(M):
-            s += W[i, perms[r, i]]
-        t = math.exp(s - best)
+        t = math.exp(_score(W, r) - best)
         if t > 0.0:
             total += t
             for i in range(M):

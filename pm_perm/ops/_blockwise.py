@@ -11,6 +11,7 @@ batches themselves).
 
 Every pm_perm core Op class wrapped this way is registered with :func:`register_core_ops`, so
 that the gradient graphs PyTensor vectorises from a core Op's pullback use it too.
+:func:`core_op_of` finds the core Op of a node, wrapped or not, for the graph rewrites.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from pytensor.graph.replace import _vectorize_node
 from pytensor.tensor.blockwise import Blockwise
 
-__all__ = ["EmptyBatchBlockwise", "register_core_ops"]
+__all__ = ["EmptyBatchBlockwise", "core_op_of", "register_core_ops"]
 
 
 class EmptyBatchBlockwise(Blockwise):
@@ -52,6 +53,14 @@ class EmptyBatchBlockwise(Blockwise):
                          for sig, dtype in zip(outputs_sig, dtypes, strict=True))
 
         return gufunc
+
+
+def core_op_of(node, cls):
+    """The core Op of ``node`` (its own Op, or the core Op of its ``Blockwise``) if it is an
+    instance of ``cls``, else None: what the graph rewrites match on."""
+    op = node.op
+    core = op.core_op if isinstance(op, Blockwise) else op
+    return core if isinstance(core, cls) else None
 
 
 def _vectorize_core(op, node, *batched_inputs):

@@ -34,8 +34,6 @@ from pm_perm.kernels.bethe import (
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
-_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
-
 __all__ = [
     "BetheLogPermanent",
     "BetheLogPermanentAndMarginals",
@@ -177,6 +175,7 @@ bethe_marginals = EmptyBatchBlockwise(BetheMarginals())
 
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.int64(_F64_PTR, types.intp, types.float64, types.int64, _F64_PTR, _F64_PTR)
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 _EXTERN = extern_kernel("pm_perm_bethe_kernel", _SIGNATURE, make_bethe_kernel(_VERSION))
 
 

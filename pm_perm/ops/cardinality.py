@@ -50,8 +50,6 @@ from pm_perm.kernels.esp import (
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
-_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
-
 __all__ = [
     "ConditionalCovarianceDot",
     "LogESP",
@@ -292,6 +290,7 @@ def expected_topk_gain(theta, target, K):
 
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.float64(_F64_PTR, types.intp, types.int64, _F64_PTR, _F64_PTR, types.intc)
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 _EXTERN = extern_kernel("pm_perm_log_esp_kernel", _SIGNATURE, make_esp_kernel(_VERSION))
 
 

@@ -25,13 +25,12 @@ from pm_perm.ops._extern import (
     value_errors,
 )
 
-_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
-
 __all__ = ["MaxWeightMatching", "max_weight_matching"]
 
 
 # The compiled graphs (e.g. PyMC's initial point) call the Hungarian kernel through a C symbol
 # (see pm_perm.ops._extern); ``perform`` calls the same compiled kernel.
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 _EXTERN = extern_kernel(
     "pm_perm_matching_kernel",
     types.int64(types.CPointer(types.float64), types.intp, types.CPointer(types.int64)),

@@ -44,8 +44,7 @@ from pm_perm.kernels.partial_orders import (
 from pm_perm.kernels.permanent import EXACT_MAX_M
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
-
-_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
+from pm_perm.ops._shapes import check_static_square
 
 __all__ = [
     "PartialOrderLoglik",
@@ -79,13 +78,7 @@ def _core_inputs(W, orders, weights, max_m):
         raise TypeError(f"logits must be floating point; got dtype {W.type.dtype}")
     if orders.type.dtype not in pt.type.int_dtypes:
         raise TypeError(f"orders must be integers (rank form); got dtype {orders.type.dtype}")
-    m0, m1 = W.type.shape
-    if m0 is not None and m1 is not None and m0 != m1:
-        raise ValueError(f"logits must be square (M, M); got static shape {W.type.shape}")
-    for m in (m0, m1):
-        if m is not None and m > max_m:
-            check_partial_order_size(m)  # raises, naming the limit and the alternatives
-            raise ValueError(f"M = {m} is beyond the exact limit {max_m} fixed for this graph")
+    check_static_square(W, max_m, check_partial_order_size)
     inputs = [pt.cast(W, "float64"), pt.cast(orders, "int64")]
     if weights is not None:
         weights = pt.as_tensor_variable(weights)
@@ -250,6 +243,7 @@ _sum_and_grad = EmptyBatchBlockwise(PartialOrderLoglikSumAndGrad())
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.float64(_F64_PTR, types.intp, types.CPointer(types.int64), types.intp,
                            _F64_PTR, _F64_PTR, _F64_PTR, types.intc)
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 _EXTERN = extern_kernel("pm_perm_partial_orders_kernel", _SIGNATURE,
                         make_partial_orders_kernel(_VERSION))
 

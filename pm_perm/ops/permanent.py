@@ -54,9 +54,9 @@ from pm_perm.kernels.permanent import (
     make_log_permanent_kernel,
     memory_budget,
 )
+from pm_perm.ops._blockwise import core_op_of
 from pm_perm.ops._extern import StatusError, extern_kernel
-
-_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
+from pm_perm.ops._shapes import check_static_square
 
 __all__ = [
     "METHODS",
@@ -91,13 +91,7 @@ def _as_core_logits(W, max_m, method):
         raise TypeError(f"core permanent Op expects a (M, M) matrix; got ndim={W.type.ndim}")
     if W.type.dtype not in pt.type.float_dtypes:
         raise TypeError(f"logits must be floating point; got dtype {W.type.dtype}")
-    m0, m1 = W.type.shape
-    if m0 is not None and m1 is not None and m0 != m1:
-        raise ValueError(f"logits must be square (M, M); got static shape {W.type.shape}")
-    for m in (m0, m1):
-        if m is not None and m > max_m:
-            _SIZE_CHECKS[method](m)  # raises with the message naming the limit and alternatives
-            raise ValueError(f"M = {m} is beyond the exact limit {max_m} fixed for this graph")
+    check_static_square(W, max_m, _SIZE_CHECKS[method])
     return pt.cast(W, "float64")
 
 
@@ -211,6 +205,7 @@ _ADVICE = EXACT_LIMIT_ADVICE
 
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.float64(_F64_PTR, types.intp, _F64_PTR, types.intc)
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 _EXTERN = {
     "dp": extern_kernel("pm_perm_log_permanent_kernel", _SIGNATURE,
                         make_log_permanent_kernel(_VERSION)),
@@ -396,23 +391,17 @@ def _numba_log_permanent_and_marginals(op, node, **kwargs):
 # ----------------------------------------------------------------------------- graph rewrite
 
 
-def _core(node, cls):
-    op = node.op
-    core = op.core_op if isinstance(op, Blockwise) else op
-    return core if isinstance(core, cls) else None
-
-
 @register_specialize
 @node_rewriter([Blockwise, PermutationMarginals])
 def fuse_log_permanent_and_marginals(fgraph, node):
     """Replace ``LogPermanent(W)`` and ``PermutationMarginals(W)`` by one fused node."""
-    marg = _core(node, PermutationMarginals)
+    marg = core_op_of(node, PermutationMarginals)
     if marg is None:
         return None
     (W,) = node.inputs
     for client, _ in fgraph.clients[W]:
         if isinstance(client, Apply) and client.inputs == [W]:
-            value_core = _core(client, LogPermanent)
+            value_core = core_op_of(client, LogPermanent)
             if value_core is not None and value_core._props() == marg._props():
                 fused = LogPermanentAndMarginals(marg.max_m, marg.method)
                 fused = fused if not isinstance(node.op, Blockwise) else _KernelBlockwise(fused)

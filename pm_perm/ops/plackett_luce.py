@@ -38,10 +38,8 @@ from pm_perm.kernels.plackett_luce import (
     make_plackett_luce_kernel,
 )
 from pm_perm.kernels.rank_form import validate_orders
-from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
+from pm_perm.ops._blockwise import EmptyBatchBlockwise, core_op_of, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
-
-_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = [
     "PlackettLuceLoglik",
@@ -222,6 +220,7 @@ class PlackettLuceLoglikSum(Op):
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.int64(_F64_PTR, types.intp, types.CPointer(types.int64), types.intp, _F64_PTR,
                          _F64_PTR, _F64_PTR, types.intc, _F64_PTR)
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 _EXTERN = extern_kernel("pm_perm_plackett_luce_kernel", _SIGNATURE,
                         make_plackett_luce_kernel(_VERSION))
 
@@ -331,22 +330,16 @@ def _numba_sum(op, node, **kwargs):
 # ----------------------------------------------------------------------------- graph rewrite
 
 
-def _core(node, cls):
-    op = node.op
-    core = op.core_op if isinstance(op, Blockwise) else op
-    return core if isinstance(core, cls) else None
-
-
 @register_specialize
 @node_rewriter([Blockwise, PlackettLuceLoglikVJP])
 def fuse_plackett_luce_loglik_and_vjp(fgraph, node):
     """Replace ``PlackettLuceLoglik(u, o)`` and ``PlackettLuceLoglikVJP(u, o, g)`` by one node."""
-    if _core(node, PlackettLuceLoglikVJP) is None:
+    if core_op_of(node, PlackettLuceLoglikVJP) is None:
         return None
     u, orders, g = node.inputs[:3]  # (a Blockwise may carry output-shape inputs after them)
     for client, _ in fgraph.clients[u]:
         if (isinstance(client, Apply) and client.inputs[0] is u
-                and _core(client, PlackettLuceLoglik) is not None
+                and core_op_of(client, PlackettLuceLoglik) is not None
                 and equal_computations([client.inputs[1]], [orders])):
             if client.outputs[0] in ancestors([g]):
                 # the cotangent depends on the values (a mixture's logsumexp over components):
