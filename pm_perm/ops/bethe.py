@@ -63,15 +63,21 @@ def _as_logits(W):
     return pt.cast(W, "float64")
 
 
-class BetheMarginals(Op):
-    """Bethe beliefs (approximate P(y[i] = j)) of logits W (M, M)."""
+class _BetheOp(Op):
+    """Shared construction: the fixed point's ``tol`` and ``max_iter`` are the props (and so part
+    of the numba cache key)."""
 
     __props__ = ("tol", "max_iter")
-    gufunc_signature = "(m,m)->(m,m)"
 
     def __init__(self, tol=1e-9, max_iter=100_000):
         self.tol = float(tol)
         self.max_iter = int(max_iter)
+
+
+class BetheMarginals(_BetheOp):
+    """Bethe beliefs (approximate P(y[i] = j)) of logits W (M, M)."""
+
+    gufunc_signature = "(m,m)->(m,m)"
 
     def make_node(self, W):
         W = _as_logits(W)
@@ -87,15 +93,10 @@ class BetheMarginals(Op):
         return [grad_not_implemented(self, 0, inputs[0], "Hessian of the Bethe free energy")]
 
 
-class BetheLogPermanent(Op):
+class BetheLogPermanent(_BetheOp):
     """Bethe log-permanent (a lower bound of log perm(exp W)) of logits W (M, M)."""
 
-    __props__ = ("tol", "max_iter")
     gufunc_signature = "(m,m)->()"
-
-    def __init__(self, tol=1e-9, max_iter=100_000):
-        self.tol = float(tol)
-        self.max_iter = int(max_iter)
 
     def make_node(self, W):
         W = _as_logits(W)
@@ -114,7 +115,7 @@ class BetheLogPermanent(Op):
         return [g[..., None, None] * marg]
 
 
-class BetheLogPermanentAndMarginals(Op):
+class BetheLogPermanentAndMarginals(_BetheOp):
     """Both outputs of one Bethe run: ``(log perm_B (), beliefs (M, M))``.
 
     :func:`bethe_log_permanent` uses this Op so that a graph needing the value and its gradient
@@ -122,12 +123,7 @@ class BetheLogPermanentAndMarginals(Op):
     value output is the (already computed) second output.
     """
 
-    __props__ = ("tol", "max_iter")
     gufunc_signature = "(m,m)->(),(m,m)"
-
-    def __init__(self, tol=1e-9, max_iter=100_000):
-        self.tol = float(tol)
-        self.max_iter = int(max_iter)
 
     def make_node(self, W):
         W = _as_logits(W)
