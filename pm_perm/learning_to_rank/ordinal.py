@@ -49,7 +49,6 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pm_perm.distributions.cardinality import OrdinalNChooseK
-from pm_perm.inference import laplace_whitening as _laplace_whitening
 from pm_perm.learning_to_rank._scoring import FeatureScaling, LinearRanker
 from pm_perm.learning_to_rank.data import RankingSplit
 from pm_perm.learning_to_rank.metrics import MAX_LABEL
@@ -189,15 +188,6 @@ def ordinal_model(padded, *, prior_sigma=1.0, whitening=None):
         OrdinalNChooseK("labels", logits=logits, n_levels=padded.n_levels,
                         observed=padded.labels, dims=("query", "doc"))
     return model
-
-
-def laplace_whitening(model, loc):
-    """``(loc, L)`` with ``L L^T`` the inverse Hessian of ``-log p`` at ``loc`` (free ``theta``).
-
-    Central differences of the exact gradient (``2 n_features`` evaluations); eigenvalues are
-    floored at ``1e-8`` of the largest (the shared ``pm_perm.inference.laplace_whitening``).
-    """
-    return _laplace_whitening(model, loc)
 
 
 class OrdinalRanker(LinearRanker):

@@ -513,9 +513,10 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
     """MAP estimate (L-BFGS-B, as ``pm.find_MAP``), best of ``n_starts`` jittered starts.
 
     Starts are the model's initial point with U(-1, 1) jitter (seeded from ``seed``), which
-    breaks the symmetry between mixture components. A start whose optimiser does not report
-    convergence is discarded; if none converges a :class:`pm_perm.inference.MapFitError` (a
-    ``RuntimeError``) says so (a failed fit is never returned as a result).
+    breaks the symmetry between mixture components. A start whose fit does not converge
+    (:func:`pm_perm.inference.check_optimum`) is discarded; if none converges a
+    :class:`pm_perm.inference.MapFitError` (a ``RuntimeError``) says so (a failed fit is never
+    returned as a result).
 
     The log-density and its gradient are compiled on the model's first fit and reused by later
     fits of the same model (:class:`pm_perm.inference.CompiledMAP`), e.g. after :func:`set_counts`.
@@ -532,28 +533,30 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
         raise ValueError("the centred full model has no MAP (its density grows without bound as "
                          "tau -> 0); build it with full_model(..., parametrization='noncentered') "
                          "for fit_map, and use the centred one for NUTS (fit_nuts)")
-    compiled = _COMPILED_MAP.get(rm.model)
-    if compiled is None:
-        compiled = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
-    best, messages = None, []
-    n_converged = 0
+    engine = _COMPILED_MAP.get(rm.model)
+    if engine is None:
+        engine = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
+    best, messages, n_converged = None, [], 0
     for s in range(n_starts):
-        values, res = compiled.fit(seed=seed + 7919 * s, maxiter=maxiter)
-        messages.append(str(res.message))
-        if not res.success:
+        try:
+            values = engine.fit(seed=seed + 7919 * s, maxiter=maxiter,
+                                what=f"the MAP fit from start {s}")
+        except MapFitError as err:
+            messages.append(str(err))
             continue
+        info = values.pop("_info")
         n_converged += 1
-        logp = -float(res.fun)
-        if best is None or logp > best[0]:
+        if best is None or info["log_posterior"] > best[0]["log_posterior"]:
             point = {k: np.asarray(values[k]) for k in get_default_varnames(values, False)}
-            best = (logp, int(res.nit), str(res.message), point)
+            best = (info, point)
     if best is None:
         raise MapFitError(f"MAP fit of the {rm.family} model (K={rm.components}) failed: the "
-                           f"optimiser did not converge from any of {n_starts} start(s): "
-                           f"{messages}")
-    point = best[3]
-    point["_optimizer"] = {"log_posterior": best[0], "n_iterations": best[1],
-                           "message": best[2], "n_converged": n_converged}
+                          f"optimiser did not converge from any of {n_starts} start(s): "
+                          f"{messages}")
+    info, point = best
+    point["_optimizer"] = {"log_posterior": info["log_posterior"],
+                           "n_iterations": info["iterations"], "message": info["message"],
+                           "n_converged": n_converged}
     return point
 
 
