@@ -1,9 +1,8 @@
 """What both feature rankers share: linear scores ``X @ theta``, feature scaling, and fitting.
 
 :class:`LinearRanker` is the base of :class:`~pm_perm.learning_to_rank.rankmatch.RankMatch` and
-:class:`~pm_perm.learning_to_rank.ordinal.OrdinalRanker`: the MAP path over prior scales, NUTS with
-Laplace
-whitening, and the scores. A subclass only builds its model.
+:class:`~pm_perm.learning_to_rank.ordinal.OrdinalRanker`: the MAP path over prior scales, NUTS
+with Laplace whitening, and the scores. A subclass only builds its model.
 """
 
 from __future__ import annotations
@@ -128,7 +127,37 @@ class LinearRanker:
     lbfgs_memory : int
         L-BFGS-B memory (``maxcor``) of :meth:`fit_map`.
     standardize : bool
-        Fit on standardised features (:class:`FeatureScaling`).
+        Fit on standardised features (training mean and standard deviation, stored as
+        ``scaling_`` and applied to any features at prediction through ``theta_``), so that
+        badly scaled data (a feature value of 1e6) fits; see :class:`FeatureScaling` for what
+        changes (only the prior: ``N(0, sigma^2)`` on the standardised coefficients).
+
+    Attributes
+    ----------
+    theta_ : ndarray, shape (n_features,)
+        MAP estimate, or posterior mean after :meth:`fit_nuts`, as coefficients of the RAW
+        features (scores ``X @ theta_`` equal the standardised scores up to one constant).
+    scaling_ : FeatureScaling
+        The feature standardisation fitted on the training split.
+    diagnostics_ : dict
+        After :meth:`fit_nuts`: ``divergences``, ``max_r_hat``, ``chains``, ``draws``
+        (:func:`pm_perm.inference.checked_sample`); empty after :meth:`fit_map`.
+    theta_draws_ : ndarray, shape (n_draws, n_features)
+        After :meth:`fit_nuts`: all posterior draws (None after :meth:`fit_map`).
+    prior_sigma_ : float
+        The prior scale used.
+    idata_ : DataTree or None
+        ``pm.sample`` result after :meth:`fit_nuts` (``theta`` there is the STANDARDISED
+        coefficient vector); None after :meth:`fit_map`.
+    map_results_ : dict
+        After :meth:`fit_map`: prior scale -> ``scipy.optimize.OptimizeResult``.
+    model_ : pymc.Model
+        The (unwhitened) model.
+    validation_ : dict
+        Prior scale -> validation metrics (when a validation split was given).
+    timings_ : dict
+        Wall time in seconds: ``"build"``, ``"map"``; ``"whitening"`` and ``"nuts"`` (the
+        latter including the former).
     """
 
     def __init__(self, prior_sigmas, lbfgs_memory, standardize):

@@ -20,12 +20,11 @@ from typing import NamedTuple
 
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 from scipy.optimize import linear_sum_assignment, minimize_scalar
 
 from pm_perm.distributions import PermutationExpFamily, edge_logits
 from pm_perm.distributions.permutation import _check_observed as check_observed_permutations
-from pm_perm.inference import map_path
+from pm_perm.inference import map_path, whitened_normal
 from pm_perm.kernels.matching import max_weight_matching
 from pm_perm.kernels.permanent import log_permanent, permutation_marginals
 
@@ -222,13 +221,7 @@ def matching_model(x, y, prior_sigma=1.0, method="exact", whitening=None, prior_
             if mu.shape != (x.shape[-1],) or not np.all(np.isfinite(mu)):
                 raise ValueError(f"prior_mean must be finite with shape ({x.shape[-1]},); "
                                  f"got shape {mu.shape}")
-        if whitening is None:
-            theta = pm.Normal("theta", mu, sigma, dims="feature")
-        else:
-            loc, L = (np.asarray(a, dtype=np.float64) for a in whitening)
-            z = pm.Flat("z", dims="feature")
-            theta = pm.Deterministic("theta", loc + pt.dot(L, z), dims="feature")
-            pm.Potential("theta_prior", pm.logp(pm.Normal.dist(mu, sigma), theta).sum())
+        theta = whitened_normal("theta", mu, sigma, dims="feature", whitening=whitening)
         PermutationExpFamily("y", logits=edge_logits(x, theta), method=method, observed=y,
                              dims=("pair", "row"))
     return model
