@@ -81,8 +81,7 @@ def rankings_models(repeats):
                           functools.partial(models.full_model, components=3))]:
         def fit(mode, build=build):
             rm = build(sim)
-            _, res = _map.CompiledMAP(rm.model, mode=mode).fit(seed=0)
-            return float(_map.check_optimum(res).fun)
+            return -_map.CompiledMAP(rm.model, mode=mode).fit(seed=0)["_info"]["log_posterior"]
         compare(label, fit, repeats)
 
 
