@@ -77,6 +77,9 @@ class CompiledMAP:
         The current point (raveled): the start of the next fit without ``seed`` or ``start``.
     result : scipy.optimize.OptimizeResult or None
         The last fit's optimiser result.
+    options : dict
+        L-BFGS-B options of every fit (``maxcor``, and ``ftol``, ``gtol`` when given); they may
+        be changed between fits.
 
     Notes
     -----

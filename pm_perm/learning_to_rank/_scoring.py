@@ -126,6 +126,8 @@ class LinearRanker:
         the one with the best validation NDCG@5.
     lbfgs_memory : int
         L-BFGS-B memory (``maxcor``) of :meth:`fit_map`.
+    maxiter : int
+        L-BFGS-B iteration limit of each fit of :meth:`fit_map` (default 50,000).
     standardize : bool
         Fit on standardised features (training mean and standard deviation, stored as
         ``scaling_`` and applied to any features at prediction through ``theta_``), so that
@@ -160,8 +162,9 @@ class LinearRanker:
         latter including the former).
     """
 
-    def __init__(self, prior_sigmas, lbfgs_memory, standardize):
+    def __init__(self, prior_sigmas, lbfgs_memory, standardize, maxiter=50_000):
         self.standardize = bool(standardize)
+        self.maxiter = int(maxiter)
         self.lbfgs_memory = check_lbfgs_memory(lbfgs_memory)
         self.prior_sigmas = tuple(float(s) for s in prior_sigmas)
         if not self.prior_sigmas or any(not np.isfinite(s) or s <= 0 for s in self.prior_sigmas):
@@ -203,7 +206,7 @@ class LinearRanker:
 
         self.prior_sigma_, self._theta_std, _, self.map_results_ = map_path(
             self.model_, self.prior_sigmas, None if valid is None else score,
-            maxcor=self.lbfgs_memory)
+            maxcor=self.lbfgs_memory, maxiter=self.maxiter)
         self._map = (self.prior_sigma_, self._theta_std)
         self.theta_ = self.scaling_.to_raw(self._theta_std)
         self.diagnostics_ = {}
@@ -259,7 +262,8 @@ class LinearRanker:
         if self._map is not None and self._map[0] == sigma:
             loc = self._map[1]
         else:
-            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory)
+            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory,
+                                    maxiter=self.maxiter)
             self._map = (sigma, loc)
         return laplace_whitening(self.model_, loc)
 

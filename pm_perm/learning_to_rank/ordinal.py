@@ -201,6 +201,8 @@ class OrdinalRanker(LinearRanker):
         :class:`~pm_perm.learning_to_rank.rankmatch.RankMatch` for its effect on MQ2008.
     standardize : bool, default True
         Fit on standardised features (:class:`~pm_perm.learning_to_rank._scoring.LinearRanker`).
+    maxiter : int, default 50000
+        L-BFGS-B iteration limit of each fit of :meth:`fit_map`.
 
     Attributes
     ----------
@@ -229,8 +231,8 @@ class OrdinalRanker(LinearRanker):
     """
 
     def __init__(self, n_levels=None, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0), lbfgs_memory=10,
-                 standardize=True):
-        super().__init__(prior_sigmas, lbfgs_memory, standardize)
+                 standardize=True, maxiter=50_000):
+        super().__init__(prior_sigmas, lbfgs_memory, standardize, maxiter)
         self.n_levels = n_levels
 
     def _build(self, train):

@@ -360,6 +360,8 @@ class RankMatch(LinearRanker):
         it.
     standardize : bool, default True
         Fit on standardised features (:class:`~pm_perm.learning_to_rank._scoring.LinearRanker`).
+    maxiter : int, default 50000
+        L-BFGS-B iteration limit of each fit of :meth:`fit_map`.
 
     Attributes
     ----------
@@ -377,8 +379,8 @@ class RankMatch(LinearRanker):
     """
 
     def __init__(self, M=3, c=None, subsets_per_doc=0.4, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0),
-                 seed=0, lbfgs_memory=10, standardize=True):
-        super().__init__(prior_sigmas, lbfgs_memory, standardize)
+                 seed=0, lbfgs_memory=10, standardize=True, maxiter=50_000):
+        super().__init__(prior_sigmas, lbfgs_memory, standardize, maxiter)
         self.c = position_weights(M, c)
         self.M = M
         self.subsets_per_doc = subsets_per_doc

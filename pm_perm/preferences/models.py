@@ -57,7 +57,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.util import get_default_varnames
 
-from pm_perm.inference import CompiledMAP, MapFitError, checked_sample
+from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, checked_sample
 from pm_perm.preferences._families import FAMILIES, check_family, param_name
 from pm_perm.preferences.posterior import relabel_components
 
@@ -484,7 +484,7 @@ def _checked_counts(counts, n):
 _COMPILED_MAP = weakref.WeakKeyDictionary()  # pm.Model -> CompiledMAP
 
 
-def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
+def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
     """MAP estimate (L-BFGS-B, as ``pm.find_MAP``), best of ``n_starts`` jittered starts.
 
     Starts are the model's initial point with U(-1, 1) jitter (seeded from ``seed``), which
@@ -497,6 +497,19 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
     fits of the same model (:class:`pm_perm.inference.CompiledMAP`), e.g. after :func:`set_counts`.
     Start and objective are ``pm.find_MAP(model, jitter=True, random_seed=...)``'s; the optimum
     agrees with ``find_MAP``'s to L-BFGS-B's stopping tolerance.
+
+    Parameters
+    ----------
+    rm : RankingModel
+        Not the centred full model (it has no MAP).
+    seed : int
+        Seed of the first start's jitter (start ``s`` uses ``seed + 7919 s``).
+    n_starts : int
+        Number of jittered starts.
+    maxiter : int
+        L-BFGS-B iteration limit per start.
+    lbfgs_memory : int
+        L-BFGS-B memory (``maxcor``; scipy's default 10).
 
     Returns
     -------
@@ -511,6 +524,7 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
     engine = _COMPILED_MAP.get(rm.model)
     if engine is None:
         engine = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
+    engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
     best, messages, n_converged = None, [], 0
     for s in range(n_starts):
         try:
