@@ -32,8 +32,8 @@ import pymc as pm
 from _timing import best_time  # benchmarks/_timing.py
 
 import pm_perm
-from pm_perm import _map
 from pm_perm._modes import PYTHON_MODE
+from pm_perm.inference import map as _map
 
 BACKENDS = {"python": PYTHON_MODE, "numba": None}
 
@@ -81,8 +81,7 @@ def rankings_models(repeats):
                           functools.partial(models.full_model, components=3))]:
         def fit(mode, build=build):
             rm = build(sim)
-            _, res = _map.CompiledMAP(rm.model, mode=mode).fit(seed=0)
-            return float(_map.check_optimum(res).fun)
+            return -_map.CompiledMAP(rm.model, mode=mode).fit(seed=0)["_info"]["log_posterior"]
         compare(label, fit, repeats)
 
 
@@ -106,18 +105,18 @@ def matching(repeats):
 
 
 def letor(repeats, data_root):
-    from pm_perm.learning_to_rank import ordinal, rankmatch
+    from pm_perm.learning_to_rank import _scoring, ordinal, rankmatch
     from pm_perm.learning_to_rank.data import load_mq2008_fold
 
     train, valid, _ = load_mq2008_fold(1, data_root)
 
     def fit_ordinal(mode):
-        with _forced(ordinal, mode):
+        with _forced(_scoring, mode):  # the rankers' fit_map calls _scoring.map_path
             r = ordinal.OrdinalRanker().fit_map(train, valid)
         return float(r.map_results_[r.prior_sigma_].fun)
 
     def fit_rankmatch(mode):
-        with _forced(rankmatch, mode):
+        with _forced(_scoring, mode):
             r = rankmatch.RankMatch(M=3, seed=0, prior_sigmas=(1.0,)).fit_map(train, valid)
         return float(r.map_results_[r.prior_sigma_].fun)
 

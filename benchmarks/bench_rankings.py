@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from pm_perm.preferences import models as rmod
+from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.data import read_preflib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,7 +51,7 @@ def folds_over_ballots(data, n_folds, seed):
 
 def heldout_loglik(point, family, test):
     post = rmod.posterior_params(point, family)
-    ll = rmod.pointwise_loglik(post, family, test.orders)[0]
+    ll = rpost.pointwise_loglik(post, family, test.orders)[0]
     return float(test.counts @ ll / test.n_rankings)
 
 

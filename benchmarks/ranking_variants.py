@@ -95,11 +95,16 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
-from scipy.optimize import minimize, minimize_scalar  # noqa: E402
+from scipy.optimize import minimize_scalar  # noqa: E402
 
 from pm_perm.cli.learning_to_rank import _fit_ridge  # noqa: E402
 from pm_perm.distributions.cardinality import OrdinalNChooseK  # noqa: E402
-from pm_perm.inference import laplace_log_evidence, map_path, negative_hessian  # noqa: E402
+from pm_perm.inference import (  # noqa: E402
+    CompiledMAP,
+    laplace_log_evidence,
+    map_path,
+    negative_hessian,
+)
 from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
 from pm_perm.learning_to_rank.features import HingeBasis  # noqa: E402
 from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
@@ -189,22 +194,14 @@ def ordinal_ard(train, sigma0, iters=30):
     """MacKay's evidence updates of per-feature scales; returns theta and the scales."""
     padded = pad_queries(train)
     model = gaussian_prior_model(padded, "sigma", np.ones(padded.X.shape[2]))
-    fn = model.compile_fn([model.logp(), model.dlogp()], point_fn=True)
-
-    def negative(t):
-        lp, g = fn({"theta": t})
-        return -float(lp), -np.asarray(g, dtype=np.float64)
-
-    F = model.initial_point()["theta"].size
-    sigma, theta = np.full(F, float(sigma0)), np.zeros(F)
+    # numba; a fit that stops early warns (the evidence updates go on from its point)
+    engine = CompiledMAP(model, mode=None, maxiter=50_000, on_failure="warn")
+    sigma = np.full(engine.x.size, float(sigma0))
     for it in range(iters + 1):
-        with model:
-            pm.set_data({"sigma": sigma})
-        theta = minimize(negative, theta, jac=True, method="L-BFGS-B",
-                         options={"maxiter": 50_000}).x
+        theta = engine.fit(sigma=sigma)["theta"]  # warm-started at the previous optimum
         if it == iters:
             break
-        H = negative_hessian(lambda t: -negative(t)[1], theta)
+        H = negative_hessian(lambda t: -engine.value_and_grad(t)[1], theta)
         gamma = np.clip(1.0 - np.diag(np.linalg.inv(H)) / sigma**2, 1e-6, 1.0)
         sigma = np.clip(np.sqrt(theta**2 / gamma), 1e-3, 100.0)
     return theta, sigma

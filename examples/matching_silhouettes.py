@@ -58,6 +58,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pm_perm._io import save_figure, write_json  # noqa: E402
+from pm_perm.inference import laplace_whitening  # noqa: E402
 from pm_perm.matching import (  # noqa: E402
     calibration_table,
     edge_features,
@@ -66,9 +67,9 @@ from pm_perm.matching import (  # noqa: E402
     fit_max_margin,
     fit_nuts,
     hamming_error,
-    laplace_whitening,
     load_mpeg7_contour,
     make_silhouette_pairs,
+    matching_model,
     no_learning_theta,
     posterior_matching_marginals,
     predict,
@@ -198,7 +199,7 @@ def run_nuts(splits, args):
                            disjoint=True)
     t0 = time.perf_counter()
     fit = fit_map(xs, ys, sigma)
-    white = laplace_whitening(xs, ys, fit.theta, sigma)
+    white = laplace_whitening(matching_model(xs, ys, sigma), fit.theta)
     t_white = time.perf_counter() - t0
     t0 = time.perf_counter()
     idata = fit_nuts(xs, ys, sigma, draws=args.draws, tune=args.draws, chains=4,

@@ -35,7 +35,7 @@ import pymc as pm  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from pm_perm._io import save_figure, write_json  # noqa: E402
-from pm_perm.classification.models import MapFitter, logistic_model  # noqa: E402
+from pm_perm.classification.models import classifier_map, logistic_model  # noqa: E402
 from pm_perm.datasets.embedded_digits import (  # noqa: E402
     MAX_COUNT,
     CellRBMFeatures,
@@ -103,7 +103,7 @@ def main(argv=None):
     train, valid, _ = make_embedded_digits(10_000, args.subset, 0, seed=args.seed)
     feats = CellRBMFeatures(seed=args.seed).fit(train.images)
     F = feats.transform(train.images)
-    lr = MapFitter(logistic_model(F, train.labels, sigma=1.0)).fit(maxiter=500)
+    lr = classifier_map(logistic_model(F, train.labels, sigma=1.0)).fit(maxiter=500)
     S = feats.transform(valid.images) @ lr["W"] + lr["b"]
     Y = valid.labels
     D = Y.shape[1]

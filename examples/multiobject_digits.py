@@ -3,8 +3,9 @@
 Swersky et al. (2012), sec. 5.1 and Fig. 1. Each image holds 1 to 4 distinct digit classes. Both
 models are linear in the same features (:class:`pm_perm.datasets.embedded_digits.CellRBMFeatures`);
 the n-choose-k model adds an input-dependent count prior ``p(k | x) = softmax(V x + c)``. Each
-is fitted by MAP (L-BFGS-B on the PyMC log posterior, :class:`MapFitter`) for every prior sd
-in ``--sigmas``; the sd with the lowest validation NLL is reported on the test set.
+is fitted by MAP (L-BFGS-B on the PyMC log posterior,
+:func:`~pm_perm.classification.models.classifier_map`) for every prior sd in ``--sigmas``; the
+sd with the lowest validation NLL is reported on the test set.
 
 Writes ``outputs/multiobject/results.json`` and ``fig1_count_distributions.png``.
 
@@ -34,7 +35,7 @@ from pm_perm.classification.metrics import (  # noqa: E402
     poisson_binomial_pmf,
 )
 from pm_perm.classification.models import (  # noqa: E402
-    MapFitter,
+    classifier_map,
     logistic_model,
     multiobject_nchoosek_model,
 )
@@ -60,7 +61,7 @@ def count_distributions(name, params, F):
 
 
 def fit_path(name, build, F, data, sigmas, maxiter):
-    fitter = MapFitter(build(F[0], data[0].labels, sigma=sigmas[0]))
+    fitter = classifier_map(build(F[0], data[0].labels, sigma=sigmas[0]))
     path = []
     for s in sigmas:
         params = fitter.fit(maxiter=maxiter, sigma=s)

@@ -12,7 +12,7 @@ query, :func:`pm_perm.learning_to_rank.rankmatch.sample_subsets`) are drawn once
 estimators are fitted on **the same subsets and features**:
 
 * ``MAP``: RankMatch's exact (weak-label) likelihood with a Gaussian prior, L-BFGS-B (as
-  ``find_MAP``; the log-posterior is compiled once for all sizes);
+  ``find_MAP``; :func:`pm_perm.inference.map_path`);
 * ``max-margin``: the structured hinge loss of DORM (Le & Smola 2007), the estimator the paper
   compares with:
 
@@ -47,17 +47,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-import pytensor  # noqa: E402
-import pytensor.tensor as pt  # noqa: E402
-from scipy.optimize import linear_sum_assignment, minimize  # noqa: E402
+from scipy.optimize import linear_sum_assignment  # noqa: E402
 
 from pm_perm._io import save_figure, write_json  # noqa: E402
+from pm_perm.inference import map_path  # noqa: E402
 from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
 from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
 from pm_perm.learning_to_rank.rankmatch import (  # noqa: E402
     position_weights,
+    rankmatch_model,
     sample_subsets,
-    weak_label_log_likelihood,
     weak_label_mask,
 )
 
@@ -69,34 +68,12 @@ def _validation_score(theta, valid):
     return evaluate_ranking(valid.X @ theta, valid.y, valid.group_ptr, ks=(5,))["ndcg@5"]
 
 
-_MAP_FN = None
-
-
-def _map_objective():
-    """-log posterior and gradient of RankMatch as one function of (theta, Xs, mask, sigma),
-    compiled once for every training-set size (the same model as ``rankmatch_model``)."""
-    global _MAP_FN
-    if _MAP_FN is None:
-        theta, Xs = pt.vector("theta"), pt.tensor3("Xs")
-        mask, sigma = pt.tensor3("mask", dtype="bool"), pt.scalar("sigma")
-        loglik = weak_label_log_likelihood(pt.dot(Xs, theta), mask, position_weights(M)).sum()
-        neg = -(loglik - 0.5 * pt.sum(theta**2) / sigma**2)
-        _MAP_FN = pytensor.function([theta, Xs, mask, sigma], [neg, pytensor.grad(neg, theta)])
-    return _MAP_FN
-
-
 def fit_map(X, subsets, valid):
     """RankMatch MAP (L-BFGS-B, warm-started along the sigma grid); the sigma with the best
     validation NDCG@5."""
-    fn, Xs, mask = _map_objective(), X[subsets.docs], subsets.mask
-    best, x = None, np.zeros(X.shape[1])
-    for sigma in SIGMAS:
-        x = minimize(fn, x, args=(Xs, mask, sigma), jac=True, method="L-BFGS-B",
-                     options={"maxiter": 50_000}).x
-        score = _validation_score(x, valid)
-        if best is None or score > best[0]:
-            best = (score, sigma, x.copy())
-    return best[2], best[1]
+    sigma, theta, _, _ = map_path(rankmatch_model(X, subsets), SIGMAS,
+                                  lambda s, t: _validation_score(t, valid))
+    return theta, sigma
 
 
 class StructuredHinge:

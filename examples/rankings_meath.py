@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from pm_perm._io import save_figure
-from pm_perm.preferences import analysis, models, plots
+from pm_perm.preferences import analysis, models, plots, posterior
 from pm_perm.preferences.data import read_preflib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def main(argv=None):
         point = models.fit_map(models.full_model(data, components=K), seed=0)
         secs = time.perf_counter() - t0
         post = models.posterior_params(point, "full")
-        ll = models.pointwise_loglik(post, "full", data.orders)[0]
+        ll = posterior.pointwise_loglik(post, "full", data.orders)[0]
         fits[K] = post
         report[f"K={K}"] = {"seconds": round(secs, 1),
                             "loglik_per_ballot": float(data.counts @ ll / data.n_rankings),
@@ -64,7 +64,7 @@ def main(argv=None):
         print(f"  P(top 3) {top3[i]:.3f}  P(first) {marg[i, 0]:.3f}  {names[i]}")
     profiles = analysis.component_position_marginals(mix, "full")
     w = mix["weights"][0]
-    member = models.membership_probabilities(mix, "full", data.orders)
+    member = posterior.membership_probabilities(mix, "full", data.orders)
     report["blocs"] = []
     for k in np.argsort(-w):
         t3 = profiles[k][:, :3].sum(axis=1)

@@ -8,7 +8,7 @@ parametrization="auto")``), by NUTS (``models.fit_nuts``: nutpie with its low-ra
 docs/guide/preferences.md and prints what the guide quotes: sampler diagnostics, the posterior of
 the consensus order, P(in the top 3) with 90 % credible intervals, and the share of replicated
 statistics outside their 90 % bands. Replicated elections have 64,081 ballots each
-(``models.predictive_ballots``: ``pm.sample_posterior_predictive`` of the observed
+(``posterior.predictive_ballots``: ``pm.sample_posterior_predictive`` of the observed
 ``PartialRanking`` with the data resized to one row per ballot). Needs
 ../shared/data/preflib/irish/00001-00000003.soi; exits with a message when it is absent.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from pm_perm._io import atomic_path, save_figure
-from pm_perm.preferences import analysis, models, plots
+from pm_perm.preferences import analysis, models, plots, posterior
 from pm_perm.preferences.data import read_preflib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +107,7 @@ def main(argv=None):
         print(f"  P(top 3) {m:.4f} [{a:.4f}, {b:.4f}]  {name}")
 
     t0 = time.perf_counter()
-    ballots = models.predictive_ballots(rm, idata, draws=args.ppc_reps, seed=args.seed)
+    ballots = posterior.predictive_ballots(rm, idata, draws=args.ppc_reps, seed=args.seed)
     ppc = analysis.ppc_summary(data, replicated=ballots)
     report["ppc_seconds"] = time.perf_counter() - t0
     report["ppc_share_outside_90"] = {

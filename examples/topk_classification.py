@@ -4,10 +4,10 @@ Linear classifiers on the pixels, one target class per image, trained four ways:
 (expected top-1 gain), expected top-3 and top-5 gain (``log_expected_topk_gain``: the log of
 p(y_target = 1 | K items on) under the conditional Bernoulli), and logistic regression on the
 one-hot target (independent Bernoulli). Every model is a PyMC model fitted by MAP (L-BFGS-B on
-its log posterior, :class:`MapFitter`, warm-started along the prior-sd path). Prediction: the K
-largest logits. For each (training criterion, test criterion) cell the prior sd with the best
-validation accuracy is chosen, separately within a strong-L2 grid and a weak-L2 grid, and
-its test accuracy is reported (the paper's protocol).
+its log posterior, :func:`~pm_perm.classification.models.classifier_map`, warm-started along the
+prior-sd path). Prediction: the K largest logits. For each (training criterion, test
+criterion) cell the prior sd with the best validation accuracy is chosen, separately within a
+strong-L2 grid and a weak-L2 grid, and its test accuracy is reported (the paper's protocol).
 
 Data sets: ``caltech`` (Caltech-101 Silhouettes, 101 classes, seeded split 4100/2264/2307) and
 ``digits`` (embedded digits with all but one label removed at random, 10 classes, 1600 pixels).
@@ -28,7 +28,7 @@ import numpy as np
 
 from pm_perm._io import write_json
 from pm_perm.classification.metrics import topk_accuracy
-from pm_perm.classification.models import MapFitter, logistic_model, topk_gain_model
+from pm_perm.classification.models import classifier_map, logistic_model, topk_gain_model
 from pm_perm.datasets.caltech_silhouettes import load_caltech101_silhouettes
 from pm_perm.datasets.embedded_digits import make_embedded_digits, single_label
 
@@ -77,7 +77,7 @@ def main(argv=None):
     path = {}
     for crit in CRITERIA:
         t1 = time.perf_counter()
-        fitter = MapFitter(build(crit, *tr, D, sigmas[0]))
+        fitter = classifier_map(build(crit, *tr, D, sigmas[0]))
         path[crit] = []
         for s in sigmas:
             params = fitter.fit(maxiter=args.maxiter, sigma=s)

@@ -3,7 +3,8 @@
 Every model here is a PyMC model whose log posterior is the training objective: Normal(0, sigma)
 priors on the weights are the L2 penalty ``lambda * ||W||^2`` with ``lambda = 1 / (2 sigma^2)``
 (in units of the summed, not averaged, log-likelihood). ``sigma`` is a ``pm.Data`` container, so
-one compiled model serves a whole regularisation path (:class:`MapFitter` warm-starts along it).
+one compiled model serves a whole regularisation path (:func:`classifier_map` warm-starts along
+it).
 
 Models (``X`` (n, F) features, ``D`` classes)
     * :func:`multiobject_nchoosek_model`: ``NChooseK`` with logits ``X W + b`` and an
@@ -18,18 +19,12 @@ Models (``X`` (n, F) features, ``D`` classes)
 
 from __future__ import annotations
 
-import time
-import warnings
-
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
-from pytensor.graph.replace import graph_replace
-from scipy.optimize import minimize
 
 from pm_perm.distributions.cardinality import NChooseK
-from pm_perm.inference import MapFitError, check_optimum
+from pm_perm.inference import CompiledMAP
 from pm_perm.ops.cardinality import log_expected_topk_gain
 
 BIAS_SIGMA = 10.0
@@ -153,71 +148,31 @@ def topk_gain_model(X, target, n_classes, K, sigma=1.0):
     return model
 
 
-class MapFitter:
-    """Maximise a PyMC model's log posterior with L-BFGS-B (compiled once, reused).
+def classifier_map(model, *, mode=None, maxiter=500, lbfgs_memory=20, ftol=1e-7, gtol=1e-5):
+    """The MAP engine (:class:`pm_perm.inference.CompiledMAP`) with this module's options.
 
-    The objective and its gradient are ``model.logp()`` and its ``pytensor.grad`` over the
-    model's value variables, compiled into one function of a flat vector: the same log
-    posterior ``pm.find_MAP`` maximises, with warm starts and ``pm.Data`` updates between fits.
+    The objective is ``-model.logp()`` (the models here have no transformed variables), its
+    gradient over the value variables raveled into one vector, compiled once: refit it along a
+    path of prior scales with ``engine.fit(maxiter=..., sigma=s)``, each fit warm-started at the
+    previous optimum. A fit that stops early (e.g. at ``maxiter``) issues a ``RuntimeWarning``
+    and returns its point with ``_info["converged"]`` False (``on_failure="warn"``): a short
+    path of quick fits is a deliberate choice here.
 
     Parameters
     ----------
     model : pymc.Model
-        A model without transformed variables (the models of this module).
+        One of this module's models.
     mode : str or pytensor Mode, optional
-        Compilation mode of the objective (default: PyTensor's, the numba backend; for tiny
-        problems ``"FAST_COMPILE"`` saves the compilation time).
+        Compilation mode (default: PyTensor's, the numba backend: these graphs are dense
+        products over many rows, whose Python overhead per evaluation would be large).
+    maxiter, lbfgs_memory, ftol, gtol
+        L-BFGS-B's iteration limit per fit, memory (``maxcor``) and tolerances.
+
+    Returns
+    -------
+    CompiledMAP
+        ``fit(...)`` returns ``{name: array}`` at the optimum plus ``"_info"`` (iterations,
+        seconds, log posterior, ``converged``, scipy's message).
     """
-
-    def __init__(self, model, mode=None):
-        self.model = model
-        self.vars = model.value_vars
-        point = model.initial_point()
-        self.shapes = [point[v.name].shape for v in self.vars]
-        self.sizes = [int(np.prod(s)) for s in self.shapes]
-        flat = pt.dvector("flat")
-        parts, start = [], 0
-        for shape, size in zip(self.shapes, self.sizes, strict=True):
-            parts.append(flat[start : start + size].reshape(shape))
-            start += size
-        logp = model.logp()
-        logp = graph_replace(logp, dict(zip(self.vars, parts, strict=True)))
-        self._f = pytensor.function([flat], [-logp, -pytensor.grad(logp, flat)], mode=mode)
-        self.x = np.zeros(start)
-
-    def unravel(self, x=None):
-        """Dict ``{name: array}`` of the current (or given) flat parameter vector."""
-        x = self.x if x is None else x
-        out, start = {}, 0
-        for v, shape, size in zip(self.vars, self.shapes, self.sizes, strict=True):
-            out[v.name] = x[start : start + size].reshape(shape)
-            start += size
-        return out
-
-    def fit(self, maxiter=500, tol=1e-7, **data):
-        """Run L-BFGS-B from the current point (warm start) after ``pm.set_data(data)``.
-
-        Returns
-        -------
-        dict
-            ``{name: array}`` at the optimum, plus ``"_info"``: iterations, seconds, objective,
-            ``converged`` (:func:`pm_perm.inference.check_optimum`; a ``RuntimeWarning`` is issued
-            when False) and scipy's message.
-        """
-        for name, value in data.items():
-            self.model.set_data(name, value)
-        t0 = time.perf_counter()
-        res = minimize(self._f, self.x, jac=True, method="L-BFGS-B",
-                       options={"maxiter": maxiter, "ftol": tol, "gtol": 1e-5, "maxcor": 20})
-        converged = True
-        try:
-            check_optimum(res, "MapFitter.fit (L-BFGS-B)")
-        except MapFitError as err:  # a loud warning: the caller chose maxiter; _info records it
-            converged = False
-            warnings.warn(str(err), RuntimeWarning, stacklevel=2)
-        self.x = res.x
-        out = self.unravel()
-        out["_info"] = {"iterations": int(res.nit), "seconds": time.perf_counter() - t0,
-                        "neg_log_posterior": float(res.fun), "converged": converged,
-                        "message": str(res.message)}
-        return out
+    return CompiledMAP(model, mode=mode, maxiter=maxiter, maxcor=lbfgs_memory, ftol=ftol,
+                       gtol=gtol, on_failure="warn")

@@ -144,7 +144,7 @@ def _loglik_per_ranking(post, family, data, *, fit, max_draws, seed):
     """Per-ballot natural-log likelihood of ``data`` (plug-in for MAP, lpd for NUTS)."""
     from scipy.special import logsumexp
 
-    from pm_perm.preferences.models import pointwise_loglik
+    from pm_perm.preferences.posterior import pointwise_loglik
 
     if data.n_rankings == 0:
         return None

@@ -4,9 +4,11 @@ latent-permutation step method.
 Layer: above :mod:`pm_perm.kernels` and PyMC only (no pm_perm distribution is imported here), so
 that the distributions can register the step method and every task package can fit its models.
 
-* :mod:`~pm_perm.inference.map`: :func:`map_path` (MAP along prior scales), :class:`CompiledMAP`
-  (``pm.find_MAP``'s estimate, compiled once);
-* :mod:`~pm_perm.inference.laplace`: :func:`laplace_whitening`, :func:`laplace_log_evidence`;
+* :mod:`~pm_perm.inference.map`: :class:`CompiledMAP` (the MAP engine: L-BFGS-B on
+  ``pm.find_MAP``'s objective, compiled once, warm starts) and :func:`map_path` (MAP along prior
+  scales);
+* :mod:`~pm_perm.inference.laplace`: :func:`laplace_whitening`, :func:`whitened_normal`,
+  :func:`negative_hessian`, :func:`laplace_log_evidence`;
 * :mod:`~pm_perm.inference.checks`: :func:`check_find_map`, :func:`check_draws`,
   :func:`sampler_warnings`, :class:`MapFitError`, :class:`SamplingError`;
 * :mod:`~pm_perm.inference.sampling`: :func:`checked_sample`;
@@ -24,7 +26,12 @@ from pm_perm.inference.checks import (
     check_optimum,
     sampler_warnings,
 )
-from pm_perm.inference.laplace import laplace_log_evidence, laplace_whitening, negative_hessian
+from pm_perm.inference.laplace import (
+    laplace_log_evidence,
+    laplace_whitening,
+    negative_hessian,
+    whitened_normal,
+)
 from pm_perm.inference.map import CompiledMAP, map_path
 from pm_perm.inference.sampling import checked_sample
 
@@ -44,4 +51,5 @@ __all__ = [
     "map_path",
     "negative_hessian",
     "sampler_warnings",
+    "whitened_normal",
 ]

@@ -1,11 +1,12 @@
 """The Laplace approximation at a MAP estimate: the curvature of ``-log p`` there, a whitening
-for NUTS, and the Laplace estimate of the log evidence."""
+for NUTS (and the whitened parametrisation of a normal prior that uses it), and the Laplace
+estimate of the log evidence."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["laplace_log_evidence", "laplace_whitening", "negative_hessian"]
+__all__ = ["laplace_log_evidence", "laplace_whitening", "negative_hessian", "whitened_normal"]
 
 
 def negative_hessian(grad, x, *, rel_step=1e-4):
@@ -49,6 +50,39 @@ def laplace_whitening(model, loc, *, var="theta"):
     eig, V = np.linalg.eigh(H)
     eig = np.maximum(eig, 1e-8 * eig.max())
     return loc, V / np.sqrt(eig)
+
+
+def whitened_normal(name, mu, sigma, *, dims=None, whitening=None):
+    """``name ~ N(mu, sigma^2)`` in the current model, free or through a whitening.
+
+    Parameters
+    ----------
+    name : str
+    mu, sigma : float, array_like or tensor
+        Prior mean and scale.
+    dims : str or tuple of str, optional
+    whitening : tuple (loc, L), optional
+        E.g. :func:`laplace_whitening` at the MAP. Then ``name = loc + L z`` is a
+        ``pm.Deterministic`` of a free ``z`` (flat prior, same ``dims``) and the normal prior on
+        ``name`` is the ``pm.Potential`` ``name + "_prior"``: the same posterior of ``name`` (a
+        linear map has a constant Jacobian), whose ``z`` is close to standard normal, which
+        NUTS explores with short trajectories however correlated the coordinates are.
+
+    Returns
+    -------
+    TensorVariable
+        The variable ``name``.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    if whitening is None:
+        return pm.Normal(name, mu, sigma=sigma, dims=dims)
+    loc, L = (np.asarray(a, dtype=np.float64) for a in whitening)
+    z = pm.Flat("z", dims=dims)
+    theta = pm.Deterministic(name, loc + pt.dot(L, z), dims=dims)
+    pm.Potential(f"{name}_prior", pm.logp(pm.Normal.dist(mu, sigma), theta).sum())
+    return theta
 
 
 def laplace_log_evidence(logp, H):

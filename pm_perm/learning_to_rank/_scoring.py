@@ -1,9 +1,8 @@
 """What both feature rankers share: linear scores ``X @ theta``, feature scaling, and fitting.
 
 :class:`LinearRanker` is the base of :class:`~pm_perm.learning_to_rank.rankmatch.RankMatch` and
-:class:`~pm_perm.learning_to_rank.ordinal.OrdinalRanker`: the MAP path over prior scales, NUTS with
-Laplace
-whitening, and the scores. A subclass only builds its model.
+:class:`~pm_perm.learning_to_rank.ordinal.OrdinalRanker`: the MAP path over prior scales, NUTS
+with Laplace whitening, and the scores. A subclass only builds its model.
 """
 
 from __future__ import annotations
@@ -127,12 +126,45 @@ class LinearRanker:
         the one with the best validation NDCG@5.
     lbfgs_memory : int
         L-BFGS-B memory (``maxcor``) of :meth:`fit_map`.
+    maxiter : int
+        L-BFGS-B iteration limit of each fit of :meth:`fit_map` (default 50,000).
     standardize : bool
-        Fit on standardised features (:class:`FeatureScaling`).
+        Fit on standardised features (training mean and standard deviation, stored as
+        ``scaling_`` and applied to any features at prediction through ``theta_``), so that
+        badly scaled data (a feature value of 1e6) fits; see :class:`FeatureScaling` for what
+        changes (only the prior: ``N(0, sigma^2)`` on the standardised coefficients).
+
+    Attributes
+    ----------
+    theta_ : ndarray, shape (n_features,)
+        MAP estimate, or posterior mean after :meth:`fit_nuts`, as coefficients of the RAW
+        features (scores ``X @ theta_`` equal the standardised scores up to one constant).
+    scaling_ : FeatureScaling
+        The feature standardisation fitted on the training split.
+    diagnostics_ : dict
+        After :meth:`fit_nuts`: ``divergences``, ``max_r_hat``, ``chains``, ``draws``
+        (:func:`pm_perm.inference.checked_sample`); empty after :meth:`fit_map`.
+    theta_draws_ : ndarray, shape (n_draws, n_features)
+        After :meth:`fit_nuts`: all posterior draws (None after :meth:`fit_map`).
+    prior_sigma_ : float
+        The prior scale used.
+    idata_ : DataTree or None
+        ``pm.sample`` result after :meth:`fit_nuts` (``theta`` there is the STANDARDISED
+        coefficient vector); None after :meth:`fit_map`.
+    map_results_ : dict
+        After :meth:`fit_map`: prior scale -> ``scipy.optimize.OptimizeResult``.
+    model_ : pymc.Model
+        The (unwhitened) model.
+    validation_ : dict
+        Prior scale -> validation metrics (when a validation split was given).
+    timings_ : dict
+        Wall time in seconds: ``"build"``, ``"map"``; ``"whitening"`` and ``"nuts"`` (the
+        latter including the former).
     """
 
-    def __init__(self, prior_sigmas, lbfgs_memory, standardize):
+    def __init__(self, prior_sigmas, lbfgs_memory, standardize, maxiter=50_000):
         self.standardize = bool(standardize)
+        self.maxiter = int(maxiter)
         self.lbfgs_memory = check_lbfgs_memory(lbfgs_memory)
         self.prior_sigmas = tuple(float(s) for s in prior_sigmas)
         if not self.prior_sigmas or any(not np.isfinite(s) or s <= 0 for s in self.prior_sigmas):
@@ -174,7 +206,7 @@ class LinearRanker:
 
         self.prior_sigma_, self._theta_std, _, self.map_results_ = map_path(
             self.model_, self.prior_sigmas, None if valid is None else score,
-            maxcor=self.lbfgs_memory)
+            maxcor=self.lbfgs_memory, maxiter=self.maxiter)
         self._map = (self.prior_sigma_, self._theta_std)
         self.theta_ = self.scaling_.to_raw(self._theta_std)
         self.diagnostics_ = {}
@@ -230,7 +262,8 @@ class LinearRanker:
         if self._map is not None and self._map[0] == sigma:
             loc = self._map[1]
         else:
-            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory)
+            _, loc, _, _ = map_path(self.model_, [sigma], maxcor=self.lbfgs_memory,
+                                    maxiter=self.maxiter)
             self._map = (sigma, loc)
         return laplace_whitening(self.model_, loc)
 

@@ -218,17 +218,8 @@ def _check_threshold(relevance_threshold):
         )
 
 
-def ndcg_at_k(
-    scores,
-    labels,
-    group_ptr,
-    k,
-    *,
-    no_relevant="zero",
-    ties="pessimistic",
-    seed=None,
-    convention="standard",
-):
+def ndcg_at_k(scores, labels, group_ptr, k, *, no_relevant="zero", ties="pessimistic", seed=None,
+              convention="standard"):
     """Per-query NDCG@k with gain ``2^label - 1`` and discount ``1 / log2(1 + rank)``.
 
     Parameters
@@ -273,17 +264,8 @@ def ndcg_at_k(
     return _ndcg(_Ranked(scores, labels, group_ptr, ties, seed), k, no_relevant, convention)
 
 
-def precision_at_k(
-    scores,
-    labels,
-    group_ptr,
-    k,
-    *,
-    relevance_threshold=1,
-    no_relevant="zero",
-    ties="pessimistic",
-    seed=None,
-):
+def precision_at_k(scores, labels, group_ptr, k, *, relevance_threshold=1, no_relevant="zero",
+                   ties="pessimistic", seed=None):
     """Per-query Precision@k: relevant documents among the top ``k``, divided by ``k``.
 
     Parameters
@@ -314,16 +296,8 @@ def precision_at_k(
     return _precision(ranked, k, relevance_threshold, no_relevant)
 
 
-def average_precision(
-    scores,
-    labels,
-    group_ptr,
-    *,
-    relevance_threshold=1,
-    no_relevant="zero",
-    ties="pessimistic",
-    seed=None,
-):
+def average_precision(scores, labels, group_ptr, *, relevance_threshold=1, no_relevant="zero",
+                      ties="pessimistic", seed=None):
     """Per-query average precision; its mean over queries is MAP.
 
     ``AP = (1 / R) sum over relevant documents d of P@rank(d)``, with ``R`` the number of
@@ -354,18 +328,9 @@ def average_precision(
     return _average_precision(ranked, relevance_threshold, no_relevant)
 
 
-def evaluate_ranking(
-    scores,
-    labels,
-    group_ptr,
-    ks=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
-    *,
-    relevance_threshold=1,
-    no_relevant="zero",
-    ties="pessimistic",
-    seed=None,
-    convention="standard",
-):
+def evaluate_ranking(scores, labels, group_ptr, ks=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), *,
+                     relevance_threshold=1, no_relevant="zero", ties="pessimistic", seed=None,
+                     convention="standard"):
     """Mean NDCG@k and P@k for each ``k`` in ``ks``, and MAP, from a single sort.
 
     Parameters

@@ -30,8 +30,7 @@ One batched likelihood term
 Cost
     Log-likelihood and gradient O(sum_q D_max k_q) for ``k_q`` the number of documents above
     label 0 (one O(D k) dynamic program per level and query), plus the ``(Q, D_max, F)`` matrix
-    product for the scores; memory O(Q D_max F) for the padded features. On an MQ2008 fold
-    (about 340 informative queries, ``D_max = 121``, 46 features) a gradient costs a few ms.
+    product for the scores; memory O(Q D_max F) for the padded features.
 
 References
 ----------
@@ -49,7 +48,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pm_perm.distributions.cardinality import OrdinalNChooseK
-from pm_perm.inference import laplace_whitening as _laplace_whitening
+from pm_perm.inference import whitened_normal
 from pm_perm.learning_to_rank._scoring import FeatureScaling, LinearRanker
 from pm_perm.learning_to_rank.data import RankingSplit
 from pm_perm.learning_to_rank.metrics import MAX_LABEL
@@ -178,26 +177,11 @@ def ordinal_model(padded, *, prior_sigma=1.0, whitening=None):
     coords = {"feature": np.arange(F), "query": padded.query, "doc": np.arange(D)}
     with pm.Model(coords=coords) as model:
         sigma = pm.Data("prior_sigma", float(prior_sigma))
-        if whitening is None:
-            theta = pm.Normal("theta", 0.0, sigma=sigma, dims="feature")
-        else:
-            loc, L = (np.asarray(a, dtype=np.float64) for a in whitening)
-            z = pm.Flat("z", dims="feature")
-            theta = pm.Deterministic("theta", loc + pt.dot(L, z), dims="feature")
-            pm.Potential("theta_prior", pm.logp(pm.Normal.dist(0.0, sigma), theta).sum())
+        theta = whitened_normal("theta", 0.0, sigma, dims="feature", whitening=whitening)
         logits = pt.where(padded.mask, pt.dot(padded.X, theta), -np.inf)
         OrdinalNChooseK("labels", logits=logits, n_levels=padded.n_levels,
                         observed=padded.labels, dims=("query", "doc"))
     return model
-
-
-def laplace_whitening(model, loc):
-    """``(loc, L)`` with ``L L^T`` the inverse Hessian of ``-log p`` at ``loc`` (free ``theta``).
-
-    Central differences of the exact gradient (``2 n_features`` evaluations); eigenvalues are
-    floored at ``1e-8`` of the largest (the shared ``pm_perm.inference.laplace_whitening``).
-    """
-    return _laplace_whitening(model, loc)
 
 
 class OrdinalRanker(LinearRanker):
@@ -214,51 +198,23 @@ class OrdinalRanker(LinearRanker):
         best validation NDCG@5 (the paper tunes its l2 strength on validation).
     lbfgs_memory : int, default 10
         L-BFGS-B memory of :meth:`fit_map`; see
-        :class:`~pm_perm.learning_to_rank.rankmatch.RankMatch`
-        for its measured effect on MQ2008.
+        :class:`~pm_perm.learning_to_rank.rankmatch.RankMatch` for its effect on MQ2008.
     standardize : bool, default True
-        Fit on standardised features (training mean and standard deviation, stored as
-        ``scaling_`` and applied to any features at prediction through ``theta_``), so that
-        badly scaled data (a feature value of 1e6) fits; see
-        :class:`~pm_perm.learning_to_rank._scoring.FeatureScaling` for what changes (only the prior:
-        ``N(0, sigma^2)`` on the standardised coefficients).
+        Fit on standardised features (:class:`~pm_perm.learning_to_rank._scoring.LinearRanker`).
+    maxiter : int, default 50000
+        L-BFGS-B iteration limit of each fit of :meth:`fit_map`.
 
     Attributes
     ----------
-    theta_ : ndarray, shape (n_features,)
-        MAP estimate, or posterior mean after :meth:`fit_nuts`, as coefficients of the RAW
-        features (scores ``X @ theta_`` equal the standardised scores up to one constant).
-    scaling_ : FeatureScaling
-        The feature standardisation fitted on the training split.
-    diagnostics_ : dict
-        After :meth:`fit_nuts`: ``divergences``, ``max_r_hat``, ``chains``, ``draws``
-        (:func:`pm_perm.inference.checked_sample`); empty after :meth:`fit_map`.
-    theta_draws_ : ndarray, shape (n_draws, n_features)
-        After :meth:`fit_nuts`: all posterior draws (None after :meth:`fit_map`).
-    prior_sigma_ : float
-        The prior scale used.
-    idata_ : DataTree or None
-        ``pm.sample`` result after :meth:`fit_nuts` (``theta`` there is the STANDARDISED
-        coefficient vector); None after :meth:`fit_map`.
-    map_results_ : dict
-        After :meth:`fit_map`: prior scale -> ``scipy.optimize.OptimizeResult``.
     padded_ : PaddedQueries
-        The training queries.
-    model_ : pymc.Model
-        The (unwhitened) model.
-    validation_ : dict
-        Prior scale -> validation metrics (when a validation split was given).
-    timings_ : dict
-        Wall time in seconds: ``"build"``, ``"map"``; ``"whitening"`` and ``"nuts"`` (the
-        latter including the former).
+        The training queries; the fitted attributes (``theta_``, ``theta_draws_``,
+        ``prior_sigma_``, ...) and methods are those of
+        :class:`~pm_perm.learning_to_rank._scoring.LinearRanker`.
 
     Notes
     -----
-    ``fit_map``, ``fit_nuts`` and ``decision_function`` are
-    :class:`~pm_perm.learning_to_rank._scoring.LinearRanker`'s. The log-posterior is strictly
-    concave
-    (every level term is linear minus a log-partition function), so the warm starts of
-    ``fit_map``'s path of prior scales do not change its optima.
+    The log-posterior is strictly concave (every level term is linear minus a log-partition
+    function), so the warm starts of ``fit_map``'s path of prior scales do not change its optima.
 
     Examples
     --------
@@ -275,8 +231,8 @@ class OrdinalRanker(LinearRanker):
     """
 
     def __init__(self, n_levels=None, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0), lbfgs_memory=10,
-                 standardize=True):
-        super().__init__(prior_sigmas, lbfgs_memory, standardize)
+                 standardize=True, maxiter=50_000):
+        super().__init__(prior_sigmas, lbfgs_memory, standardize, maxiter)
         self.n_levels = n_levels
 
     def _build(self, train):

@@ -8,9 +8,8 @@ ordinal ranker's own distribution over a query's whole ranking, and its draws ar
 cheap by the Gumbel-max trick: sorting ``s_d + G_d`` with independent standard Gumbel ``G_d``
 gives a Plackett-Luce ranking (Yellott 1977).
 
-Value convention: as :func:`pm_perm.learning_to_rank.rankmatch.ranking_predictive`, ``y[t, d]`` is
-the
-0-based rank position of document ``d`` in draw ``t`` (0 = top).
+Value convention: as :func:`pm_perm.learning_to_rank.rankmatch.ranking_predictive`, ``y[t, d]``
+is the 0-based rank position of document ``d`` in draw ``t`` (0 = top).
 """
 
 from __future__ import annotations
@@ -18,6 +17,19 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["plackett_luce_predictive"]
+
+
+def check_draws_and_features(theta_draws, X):
+    """``(theta, X)`` as float64 arrays of shapes (n_draws, n_features) and (D, n_features) (one
+    draw may be a vector), else a ``ValueError``."""
+    X = np.asarray(X, dtype=np.float64)
+    theta = np.atleast_2d(np.asarray(theta_draws, dtype=np.float64))
+    if X.ndim != 2 or theta.ndim != 2 or theta.shape[1] != X.shape[1]:
+        raise ValueError(
+            f"theta_draws (n_draws, n_features) and X (D, n_features) must share n_features; "
+            f"got {theta.shape} and {X.shape}"
+        )
+    return theta, X
 
 
 def plackett_luce_predictive(theta_draws, X, *, rng=None):
@@ -50,13 +62,7 @@ def plackett_luce_predictive(theta_draws, X, *, rng=None):
     >>> y.shape, bool(np.mean(y[:, 0] == 0) > 0.9)
     ((400, 3), True)
     """
-    X = np.asarray(X, dtype=np.float64)
-    theta = np.atleast_2d(np.asarray(theta_draws, dtype=np.float64))
-    if X.ndim != 2 or theta.ndim != 2 or theta.shape[1] != X.shape[1]:
-        raise ValueError(
-            f"theta_draws (n_draws, n_features) and X (D, n_features) must share n_features; "
-            f"got {theta.shape} and {X.shape}"
-        )
+    theta, X = check_draws_and_features(theta_draws, X)
     scores = theta @ X.T
     if not np.all(np.isfinite(scores)):
         raise ValueError("theta_draws and X must give finite scores (NaN or inf found); "

@@ -36,7 +36,7 @@ Training subsets (:func:`sample_subsets`)
 
 Cost
     Two exact permanents of M x M per subset and likelihood evaluation, O(S M 2^M) time for S
-    subsets (S M 2^M ~ 1e5 on an MQ2008 fold with M = 3), and O(S M^2) memory for the logits.
+    subsets, and O(S M^2) memory for the logits.
 
 References
 ----------
@@ -55,9 +55,11 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pm_perm.inference import whitened_normal
 from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.learning_to_rank._scoring import FeatureScaling, LinearRanker
 from pm_perm.learning_to_rank.data import RankingSplit
+from pm_perm.learning_to_rank.predictive import check_draws_and_features
 from pm_perm.ops.permanent import exact_max_m, log_permanent
 
 __all__ = [
@@ -290,13 +292,7 @@ def ranking_predictive(theta_draws, X, *, c=None, rng=None):
     >>> y.shape, bool(np.mean(y[:, 0] == 0) > 0.9)
     ((200, 3), True)
     """
-    X = np.asarray(X, dtype=np.float64)
-    theta = np.atleast_2d(np.asarray(theta_draws, dtype=np.float64))
-    if X.ndim != 2 or theta.shape[1] != X.shape[1]:
-        raise ValueError(
-            f"theta_draws (n_draws, n_features) and X (D, n_features) must share n_features; "
-            f"got {theta.shape} and {X.shape}"
-        )
+    theta, X = check_draws_and_features(theta_draws, X)
     c = position_weights(X.shape[0], c)
     W = (theta @ X.T)[:, :, None] * c  # (n_draws, D, D)
     return sample_permutations(W, rng=rng)
@@ -335,13 +331,7 @@ def rankmatch_model(X, subsets, *, c=None, prior_sigma=1.0, whitening=None):
     Xs = X[subsets.docs]  # (S, M, F): only the rows the subsets use
     with pm.Model(coords={"feature": np.arange(X.shape[1])}) as model:
         sigma = pm.Data("prior_sigma", float(prior_sigma))
-        if whitening is None:
-            theta = pm.Normal("theta", 0.0, sigma=sigma, dims="feature")
-        else:
-            loc, L = (np.asarray(a, dtype=np.float64) for a in whitening)
-            z = pm.Flat("z", dims="feature")
-            theta = pm.Deterministic("theta", loc + pt.dot(L, z), dims="feature")
-            pm.Potential("theta_prior", pm.logp(pm.Normal.dist(0.0, sigma), theta).sum())
+        theta = whitened_normal("theta", 0.0, sigma, dims="feature", whitening=whitening)
         loglik = weak_label_log_likelihood(pt.dot(Xs, theta), subsets.mask, c)
         pm.Potential("weak_label_loglik", loglik.sum())
     return model
@@ -364,59 +354,33 @@ class RankMatch(LinearRanker):
     seed : int, default 0
         Seed of the subset sampling.
     lbfgs_memory : int, default 10
-        L-BFGS-B memory (``maxcor``) of :meth:`fit_map`. On the five MQ2008 folds 50 needs
-        about half the iterations of 10 (RankMatch 1,956 vs 4,349, ordinal 1,328 vs 2,466; wall
-        time per fold -27 % and -14 %) for the same test NDCG to four decimals
-        (``benchmarks/bench_ranking.py --lbfgs-memory 10 50``). 10, scipy's default, stays the
-        default because the recorded benchmarks use it.
+        L-BFGS-B memory (``maxcor``) of :meth:`fit_map`. On MQ2008 50 needs about half the
+        iterations of 10 for the same test NDCG (``benchmarks/bench_ranking.py --lbfgs-memory
+        10 50``); 10, scipy's default, stays the default because the recorded benchmarks use
+        it.
     standardize : bool, default True
-        Fit on standardised features (training mean and standard deviation, stored as
-        ``scaling_``), so that badly scaled data (a feature value of 1e6) fits; see
-        :class:`~pm_perm.learning_to_rank._scoring.FeatureScaling` for what changes (only the prior:
-        ``N(0, sigma^2)`` on the standardised coefficients).
+        Fit on standardised features (:class:`~pm_perm.learning_to_rank._scoring.LinearRanker`).
+    maxiter : int, default 50000
+        L-BFGS-B iteration limit of each fit of :meth:`fit_map`.
 
     Attributes
     ----------
-    theta_ : ndarray, shape (n_features,)
-        After fitting: MAP estimate, or posterior mean after :meth:`fit_nuts`, as coefficients
-        of the RAW features (scores ``X @ theta_`` equal the standardised scores up to one
-        constant).
-    scaling_ : FeatureScaling
-        The feature standardisation fitted on the training split.
-    diagnostics_ : dict
-        After :meth:`fit_nuts`: ``divergences``, ``max_r_hat``, ``chains``, ``draws``
-        (:func:`pm_perm.inference.checked_sample`); empty after :meth:`fit_map`.
-    theta_draws_ : ndarray, shape (n_draws, n_features)
-        After :meth:`fit_nuts`: all posterior draws (None after :meth:`fit_map`).
-    prior_sigma_ : float
-        The prior scale used.
-    idata_ : DataTree or None
-        ``pm.sample`` result after :meth:`fit_nuts` (``theta`` there is the STANDARDISED
-        coefficient vector); None after :meth:`fit_map`.
-    map_results_ : dict
-        After :meth:`fit_map`: prior scale -> ``scipy.optimize.OptimizeResult``.
     subsets_ : RankMatchSubsets
-        The training subsets.
-    validation_ : dict
-        Prior scale -> validation metrics (when a validation split was given).
-    timings_ : dict
-        Wall time in seconds of the steps (``"build"``, ``"map"``; ``"whitening"`` and
-        ``"nuts"``, the latter including the former).
+        The training subsets; the fitted attributes (``theta_``, ``theta_draws_``,
+        ``prior_sigma_``, ...) and methods are those of
+        :class:`~pm_perm.learning_to_rank._scoring.LinearRanker`.
 
     Notes
     -----
-    ``fit_map``, ``fit_nuts`` and ``decision_function`` are
-    :class:`~pm_perm.learning_to_rank._scoring.LinearRanker`'s. With strict labels (``M`` = number
-    of
-    ratings in every subset) the log-posterior is concave (linear minus a log-sum-exp of linear
-    functions), so the warm starts of ``fit_map``'s path of prior scales do not change its
-    optima; the weak-label likelihood with ties is a difference of two such log-sum-exps and
-    need not be concave.
+    With strict labels (``M`` = number of ratings in every subset) the log-posterior is concave
+    (linear minus a log-sum-exp of linear functions), so the warm starts of ``fit_map``'s path
+    of prior scales do not change its optima; the weak-label likelihood with ties is a
+    difference of two such log-sum-exps and need not be concave.
     """
 
     def __init__(self, M=3, c=None, subsets_per_doc=0.4, prior_sigmas=(0.1, 0.3, 1.0, 3.0, 10.0),
-                 seed=0, lbfgs_memory=10, standardize=True):
-        super().__init__(prior_sigmas, lbfgs_memory, standardize)
+                 seed=0, lbfgs_memory=10, standardize=True, maxiter=50_000):
+        super().__init__(prior_sigmas, lbfgs_memory, standardize, maxiter)
         self.c = position_weights(M, c)
         self.M = M
         self.subsets_per_doc = subsets_per_doc

@@ -38,9 +38,10 @@ def _check_post(post, family):
     """Raise unless ``family`` is a valid name, ``post["params"]`` has its shape and
     ``post["weights"]`` one probability vector of mixture weights per draw (as
     :func:`~pm_perm.preferences.models.posterior_params` checks them)."""
-    from pm_perm.preferences.models import _check_family, _check_probability_vectors
+    from pm_perm.preferences._families import check_family
+    from pm_perm.preferences.models import _check_probability_vectors
 
-    _check_family(family)
+    check_family(family)
     shape = np.shape(post["params"])
     if family == "plackett-luce" and len(shape) != 3:
         raise ValueError(f"post['params'] must be utilities u (S, K, M) for family "
@@ -228,7 +229,7 @@ def replicated_statistics(ballots):
     ----------
     ballots : array_like of int, shape (..., n, M)
         Replicated data sets of ``n`` ballots each (rank form, one row per ballot), e.g.
-        :func:`pm_perm.preferences.models.predictive_ballots` or the ``"ballots"`` draws of
+        :func:`pm_perm.preferences.posterior.predictive_ballots` or the ``"ballots"`` draws of
         ``pm.sample_posterior_predictive`` (chain, draw, n, M).
 
     Returns
@@ -262,7 +263,7 @@ def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None):
     Each replication uses one posterior draw (cycling through a random permutation of the
     draws): ballot lengths from its ``length_probs``, orders from its model. This is the
     predictive of a MAP point (S = 1) or of posterior arrays; from a PyMC posterior, the
-    ballots of :func:`pm_perm.preferences.models.predictive_ballots` (through
+    ballots of :func:`pm_perm.preferences.posterior.predictive_ballots` (through
     ``pm.sample_posterior_predictive`` for one component) give the same statistics via
     :func:`replicated_statistics`.
 
@@ -297,7 +298,7 @@ def ppc_summary(data, post=None, family=None, *, n_reps=100, interval=0.9, rng=N
     """Observed statistics against the replicated ones (posterior predictive checks).
 
     Replications: ``replicated``, either posterior predictive ballots (..., n, M) (e.g.
-    :func:`pm_perm.preferences.models.predictive_ballots`) or their
+    :func:`pm_perm.preferences.posterior.predictive_ballots`) or their
     :func:`replicated_statistics`; otherwise ``n_reps`` data sets of ``data.n_rankings`` ballots
     drawn from ``post`` / ``family`` (:func:`posterior_predictive`). Replicated data sets should
     have as many ballots as the data, or the bands are too wide (or narrow).

@@ -1,11 +1,12 @@
-"""PyMC models of ranking data: Plackett-Luce, rank-one, full item x position, and mixtures.
+"""PyMC models of ranking data (Plackett-Luce, rank-one, full item x position, mixtures) and
+their fits.
 
 Every builder takes a :class:`~pm_perm.preferences.data.RankingData` (value convention there:
 rank form, ``-1`` = not ranked, ties share the smallest position) and returns a
 :class:`RankingModel`, whose ``.model`` is an ordinary ``pm.Model``: it works with
 ``pm.find_MAP``, ``pm.sample`` (NUTS), and the posterior predictive of
-:func:`pm_perm.preferences.analysis.posterior_predictive`. Likelihoods cost per DISTINCT order
-(``counts`` multiply the log-likelihood), exactly (no sampling of the unranked items' order).
+:mod:`pm_perm.preferences.posterior`. Likelihoods cost per DISTINCT order (``counts`` multiply
+the log-likelihood), exactly (no sampling of the unranked items' order).
 
 Models (``K`` components; ``K = 1`` is a single population)
 
@@ -26,27 +27,24 @@ columns, and a learned ``c`` is pinned to run from 1 down to 0.
 
 Mixtures are marginalised exactly over each distinct order's component:
 ``log p(order) = logsumexp_k(log w_k + log p_k(order))``. The likelihood is symmetric in the
-component labels; the model does not constrain them. Draws are relabelled after sampling
-(:func:`relabel_components`: each draw's components are matched to a reference by a max-weight
-matching on the distance between their position-marginal matrices), which is what
-:func:`fit_nuts` returns.
+component labels; the model does not constrain them: :func:`fit_nuts` relabels its draws
+(:func:`pm_perm.preferences.posterior.relabel_components`).
 
 The number of items a ballot ranks is itself a count: ``length_probs ~ Dirichlet(1)`` over
 ``k = 0..M`` ranked items, observed through the ballots' lengths. It is independent of the
-order model, adds the same term to every model's log-likelihood (so it is left out of
-:func:`pointwise_loglik`) and drives the ballot lengths of the posterior predictive.
+order model, adds the same term to every model's log-likelihood (so it is left out of the
+pointwise log-likelihoods) and drives the ballot lengths of the posterior predictive.
 
-Likelihood and posterior predictive. One component: the ballots are an observed
-:class:`~pm_perm.PartialRanking` (Plackett-Luce: :class:`~pm_perm.PlackettLuce`) ``"ballots"``,
-one row per distinct order (``pm.Data`` ``"orders"``) with ``weights`` the counts
-(``pm.Data`` ``"counts"``) and ``length_probs``, so ``pm.sample_posterior_predictive`` draws
-partial ballots (one per row; :func:`predictive_ballots` draws data sets as large as the
-data). Its log density differs from a multinomial observation of the length counts only by
-the constant multinomial coefficient: the MAP is the same. K components: ``pm.Mixture`` would
-weight each component's log-probability by the count INSIDE the sum over components (wrong
-for counts), so the exact marginal stays a ``pm.Potential`` ``"ballots"`` with the length counts
-a ``pm.Multinomial`` ``"ballot_lengths"``; PyMC cannot draw from a Potential, and
-:func:`predictive_ballots` draws its ballots exactly from the posterior draws instead.
+Likelihood. One component: the ballots are an observed :class:`~pm_perm.PartialRanking`
+(Plackett-Luce: :class:`~pm_perm.PlackettLuce`) ``"ballots"``, one row per distinct order
+(``pm.Data`` ``"orders"``) with ``weights`` the counts (``pm.Data`` ``"counts"``) and
+``length_probs``, so ``pm.sample_posterior_predictive`` draws partial ballots. Its log density
+differs from a multinomial observation of the length counts only by the constant multinomial
+coefficient: the MAP is the same. K components: ``pm.Mixture`` would weight each component's
+log-probability by the count INSIDE the sum over components (wrong for counts), so the exact
+marginal is a ``pm.Potential`` ``"ballots"`` with the length counts a ``pm.Multinomial``
+``"ballot_lengths"`` (PyMC cannot draw from a Potential: the posterior predictive draws those
+ballots exactly from the posterior draws instead).
 """
 
 from __future__ import annotations
@@ -58,9 +56,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.util import get_default_varnames
-from scipy.special import logsumexp
 
-from pm_perm.inference import CompiledMAP, MapFitError, checked_sample
+from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, checked_sample
+from pm_perm.preferences._families import FAMILIES, check_family, param_name
+from pm_perm.preferences.posterior import relabel_components
 
 __all__ = [
     "CENTERED_MIN_BALLOTS_PER_ENTRY",
@@ -70,26 +69,12 @@ __all__ = [
     "fit_map",
     "fit_nuts",
     "full_model",
-    "loo_with_counts",
-    "membership_probabilities",
     "plackett_luce_model",
-    "pointwise_loglik",
     "posterior_params",
-    "predictive_ballots",
     "rank_one_model",
-    "relabel_components",
     "set_counts",
     "zero_sum_basis",
 ]
-
-FAMILIES = ("plackett-luce", "rank-one", "full")
-
-
-def _check_family(family):
-    """Raise unless ``family`` is one of ``FAMILIES`` (shared by the functions taking one)."""
-    if not isinstance(family, str) or family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
-
 
 @dataclass(frozen=True)
 class RankingModel:
@@ -131,7 +116,7 @@ def component_logliks(family, params, orders):
 
     ``params`` is the logits ``W`` (K, M, M) or, for Plackett-Luce, the utilities ``u`` (K, M).
     """
-    _check_family(family)
+    check_family(family)
     if family == "plackett-luce":
         from pm_perm.ops.plackett_luce import plackett_luce_loglik
 
@@ -177,10 +162,8 @@ def zero_sum_basis(n):
     normal ``Z`` that of ``pm.ZeroSumNormal(sigma, n_zerosum_axes=2)``.
 
     Why the ranking models use it instead of ``pm.ZeroSumNormal``: the same prior, but a plain
-    ``Normal`` and a product with a constant matrix compile in about a tenth of the time
-    (PyTensor's numba backend, empty cache: ZeroSumNormal over one axis 6.6 s for the log density
-    and 3.6 s for its gradient, over two axes 9.0 s and 6.7 s, against 1.1-1.3 s and 0.4-0.6 s;
-    ``docs/benchmarks.md``).
+    ``Normal`` and a product with a constant matrix compile in about a tenth of the time on
+    PyTensor's numba backend (``docs/benchmarks.md``).
     """
     B = np.zeros((n, n - 1))
     for k in range(1, n):
@@ -233,7 +216,7 @@ def _likelihood(family, params, data, components):
     A mixture: the exact marginal ``sum counts * logsumexp_k(...)`` as a ``pm.Potential`` (no
     PyMC mixture multiplies a count outside the sum over components), with the length counts
     observed by a ``pm.Multinomial`` ``"ballot_lengths"``; its posterior predictive is
-    :func:`predictive_ballots`.
+    :func:`~pm_perm.preferences.posterior.predictive_ballots`.
     """
     M = data.n_items
     length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
@@ -330,11 +313,7 @@ def rank_one_model(data, *, components=1, prior_sigma=3.0, learn_positions=False
     Returns
     -------
     RankingModel
-
-    Raises
-    ------
-    ValueError
-        As :func:`plackett_luce_model`.
+        Inputs are checked as by :func:`plackett_luce_model` (same ``ValueError`` cases).
     """
     prior_sigma = _check_scale("prior_sigma", prior_sigma)
     _check_data(data, components)
@@ -458,17 +437,13 @@ def _full_parametrization(parametrization, data):
 
 # --- fitting -----------------------------------------------------------------------------------
 
-def _param_name(family):
-    return "u" if family == "plackett-luce" else "W"
-
-
 def set_counts(rm, counts):
     """The same model with new counts of its distinct orders (e.g. a cross-validation fold).
 
     The counts (and for a mixture the number of ballots and the ballot-length counts) are
     ``pm.Data`` containers of the model, so this changes them in place (``pm.set_data``) and
-    :func:`fit_map` reuses the functions compiled for the previous fit (a K = 2 full model on
-    APA 1998: 0.1 s of CPU per refit, against about 17 s for the first fit, which compiles).
+    :func:`fit_map` reuses the functions compiled for the previous fit (a refit costs the
+    optimisation alone, not the compilation).
 
     Parameters
     ----------
@@ -509,18 +484,32 @@ def _checked_counts(counts, n):
 _COMPILED_MAP = weakref.WeakKeyDictionary()  # pm.Model -> CompiledMAP
 
 
-def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
+def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
     """MAP estimate (L-BFGS-B, as ``pm.find_MAP``), best of ``n_starts`` jittered starts.
 
     Starts are the model's initial point with U(-1, 1) jitter (seeded from ``seed``), which
-    breaks the symmetry between mixture components. A start whose optimiser does not report
-    convergence is discarded; if none converges a :class:`pm_perm.inference.MapFitError` (a
-    ``RuntimeError``) says so (a failed fit is never returned as a result).
+    breaks the symmetry between mixture components. A start whose fit does not converge
+    (:func:`pm_perm.inference.check_optimum`) is discarded; if none converges a
+    :class:`pm_perm.inference.MapFitError` (a ``RuntimeError``) says so (a failed fit is never
+    returned as a result).
 
     The log-density and its gradient are compiled on the model's first fit and reused by later
     fits of the same model (:class:`pm_perm.inference.CompiledMAP`), e.g. after :func:`set_counts`.
     Start and objective are ``pm.find_MAP(model, jitter=True, random_seed=...)``'s; the optimum
     agrees with ``find_MAP``'s to L-BFGS-B's stopping tolerance.
+
+    Parameters
+    ----------
+    rm : RankingModel
+        Not the centred full model (it has no MAP).
+    seed : int
+        Seed of the first start's jitter (start ``s`` uses ``seed + 7919 s``).
+    n_starts : int
+        Number of jittered starts.
+    maxiter : int
+        L-BFGS-B iteration limit per start.
+    lbfgs_memory : int
+        L-BFGS-B memory (``maxcor``; scipy's default 10).
 
     Returns
     -------
@@ -532,36 +521,38 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000):
         raise ValueError("the centred full model has no MAP (its density grows without bound as "
                          "tau -> 0); build it with full_model(..., parametrization='noncentered') "
                          "for fit_map, and use the centred one for NUTS (fit_nuts)")
-    compiled = _COMPILED_MAP.get(rm.model)
-    if compiled is None:
-        compiled = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
-    best, messages = None, []
-    n_converged = 0
+    engine = _COMPILED_MAP.get(rm.model)
+    if engine is None:
+        engine = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
+    engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
+    best, messages, n_converged = None, [], 0
     for s in range(n_starts):
-        values, res = compiled.fit(seed=seed + 7919 * s, maxiter=maxiter)
-        messages.append(str(res.message))
-        if not res.success:
+        try:
+            values = engine.fit(seed=seed + 7919 * s, maxiter=maxiter,
+                                what=f"the MAP fit from start {s}")
+        except MapFitError as err:
+            messages.append(str(err))
             continue
+        info = values.pop("_info")
         n_converged += 1
-        logp = -float(res.fun)
-        if best is None or logp > best[0]:
+        if best is None or info["log_posterior"] > best[0]["log_posterior"]:
             point = {k: np.asarray(values[k]) for k in get_default_varnames(values, False)}
-            best = (logp, int(res.nit), str(res.message), point)
+            best = (info, point)
     if best is None:
         raise MapFitError(f"MAP fit of the {rm.family} model (K={rm.components}) failed: the "
-                           f"optimiser did not converge from any of {n_starts} start(s): "
-                           f"{messages}")
-    point = best[3]
-    point["_optimizer"] = {"log_posterior": best[0], "n_iterations": best[1],
-                           "message": best[2], "n_converged": n_converged}
+                          f"optimiser did not converge from any of {n_starts} start(s): "
+                          f"{messages}")
+    info, point = best
+    point["_optimizer"] = {"log_posterior": info["log_posterior"],
+                           "n_iterations": info["iterations"], "message": info["message"],
+                           "n_converged": n_converged}
     return point
 
 
 def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
              progressbar=False, sampler=None, **kwargs):
     """NUTS posterior (``pm.sample`` through :func:`pm_perm.inference.checked_sample`); mixture
-    draws
-    are relabelled (:func:`relabel_components`).
+    draws are relabelled (:func:`~pm_perm.preferences.posterior.relabel_components`).
 
     ``sampler``: ``"nutpie"`` (the default when nutpie is installed: compiled NUTS, chains in
     threads, with nutpie's low-rank mass-matrix adaptation, which follows the strong
@@ -594,7 +585,7 @@ def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
         kwargs.update(compute_convergence_checks=False)
     else:
         raise ValueError(f"sampler must be 'nutpie' or 'pymc'; got {sampler!r}")
-    idata, _ = checked_sample(rm.model, var=_param_name(rm.family), draws=draws, tune=tune,
+    idata, _ = checked_sample(rm.model, var=param_name(rm.family), draws=draws, tune=tune,
                               chains=chains, random_seed=seed, target_accept=target_accept,
                               progressbar=progressbar, **kwargs)
     idata.attrs["pm_perm_sampler"] = sampler
@@ -629,8 +620,8 @@ def posterior_params(source, family):
         mixture weights or length probabilities are not probability vectors (finite,
         non-negative, summing to 1 within 1e-6).
     """
-    _check_family(family)
-    name = _param_name(family)
+    check_family(family)
+    name = param_name(family)
     if isinstance(source, dict):
         post, draw_axis = source, 0
     else:
@@ -678,223 +669,3 @@ def _check_probability_vectors(label, probs, atol=1e-6):
         where = f" (draw {i})" if probs.shape[0] > 1 else ""
         raise ValueError(f"{label}{where} is {np.array2string(probs[i], precision=4)}: it must "
                          f"be non-negative and sum to 1")
-
-
-def _flat_draws(idata, draws, rng):
-    """(chain, draw) pairs of ``draws`` posterior draws picked at random (all when None)."""
-    post = idata["posterior"]
-    C, D = post.sizes["chain"], post.sizes["draw"]
-    idx = np.arange(C * D)
-    if draws is not None and draws < idx.size:
-        idx = np.sort(rng.choice(idx.size, draws, replace=False))
-    return idx // D, idx % D
-
-
-def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch=20):
-    """Posterior predictive ballots: one replicated data set of ``n_ballots`` partial ballots
-    per posterior draw.
-
-    One component: ``pm.sample_posterior_predictive`` of the observed ``"ballots"`` variable
-    (:class:`~pm_perm.PartialRanking` / :class:`~pm_perm.PlackettLuce` with ``length_probs``),
-    with the ``pm.Data`` ``"orders"`` and ``"counts"`` resized to ``n_ballots`` rows of count
-    1 for the call and restored after it. (Calling ``pm.sample_posterior_predictive(idata,
-    rm.model)`` directly draws one ballot per DISTINCT observed order, ``data.n_distinct``
-    ballots per draw: a replicated data set smaller than the data.)
-    A mixture (K > 1, a ``pm.Potential``, which PyMC cannot draw from): the same draws by
-    :func:`pm_perm.preferences.synthetic.draw_ballots` (component of each ballot from the draw's
-    mixture weights, then an exact draw from that component, cut after ``k ~ length_probs``).
-
-    Parameters
-    ----------
-    rm : RankingModel
-    idata : InferenceData / DataTree with ``posterior`` (e.g. from :func:`fit_nuts`)
-    draws : int or None
-        Number of posterior draws used (picked at random without replacement, seeded by
-        ``seed``); None = all.
-    n_ballots : int, optional
-        Ballots per replicated data set; default the number of ballots in the data.
-    seed : int, optional
-    batch : int
-        Posterior draws per ``pm.sample_posterior_predictive`` call (bounds the memory of the
-        int64 draws: ``batch * n_ballots * M`` entries).
-
-    Returns
-    -------
-    ndarray of int8, shape (draws, n_ballots, M)
-        Rank form (``-1`` = not ranked), one row per ballot.
-    """
-    rng = np.random.default_rng(seed)
-    data, M = rm.data, rm.data.n_items
-    N = int(data.n_rankings if n_ballots is None else n_ballots)
-    chains, steps = _flat_draws(idata, draws, rng)
-    if rm.components > 1:
-        from pm_perm.preferences.synthetic import draw_ballots
-
-        post = idata["posterior"]
-        name = _param_name(rm.family)
-        key = "utilities" if rm.family == "plackett-luce" else "logits"
-        return np.stack([draw_ballots(
-            N, **{key: post[name].values[c, d]},
-            mixture_weights=post["mixture_weights"].values[c, d],
-            length_probs=post["length_probs"].values[c, d], rng=rng).astype(np.int8)
-            for c, d in zip(chains, steps, strict=True)])
-    import xarray as xr
-
-    post = idata["posterior"]
-    post = post.to_dataset() if hasattr(post, "to_dataset") else post
-    out = []
-    with rm.model:
-        pm.set_data({"orders": np.full((N, M), -1, dtype=np.int64), "counts": np.ones(N)},
-                    coords={"order": np.arange(N)})
-        try:
-            for start in range(0, chains.size, batch):
-                sel = slice(start, start + batch)
-                sub = post.isel(chain=xr.DataArray(chains[sel], dims="sample"),
-                                draw=xr.DataArray(steps[sel], dims="sample"))
-                sub = sub.drop_vars(["chain", "draw"]).rename_dims(sample="draw")
-                sub = sub.assign_coords(draw=np.arange(sub.sizes["draw"])).expand_dims("chain")
-                pp = pm.sample_posterior_predictive(
-                    sub, var_names=["ballots"],
-                    random_seed=int(rng.integers(2**31)), progressbar=False,
-                    return_inferencedata=False)
-                out.append(np.asarray(pp["ballots"]).reshape(-1, N, M).astype(np.int8))
-        finally:
-            pm.set_data({"orders": data.orders, "counts": data.counts.astype(np.float64)},
-                        coords={"order": np.arange(data.n_distinct)})
-    return np.concatenate(out)
-
-
-def _component_marginals(family, params):
-    """Item x position marginals (..., K, M, M) used to compare components across draws."""
-    if family == "plackett-luce":  # utilities are already comparable: use them as a profile
-        return params[..., :, None]
-    from pm_perm.kernels.permanent import permutation_marginals
-
-    return permutation_marginals(params)
-
-
-def relabel_components(idata, family, reference=None):
-    """Undo label switching in place: permute each draw's components to match a reference.
-
-    The reference is ``reference`` (K, ...) in the units of the component profile (position
-    marginals for W models, utilities for Plackett-Luce), default the first draw of chain 0.
-    Each draw's permutation maximises the agreement ``-sum_k ||profile_k - reference_perm(k)||^2``
-    (a max-weight matching, :func:`pm_perm.max_weight_matching`). Every variable with a
-    ``component`` dimension is permuted consistently. Returns ``idata``.
-    """
-    _check_family(family)
-    from pm_perm import max_weight_matching
-
-    post = idata["posterior"]
-    name = _param_name(family)
-    prof = _component_marginals(family, np.asarray(post[name].values))
-    C, D, K = prof.shape[:3]
-    flat = prof.reshape(C * D, K, -1)
-    ref = flat[0] if reference is None else np.asarray(reference).reshape(K, -1)
-    dist = ((flat[:, :, None, :] - ref[None, None, :, :]) ** 2).sum(-1)  # (S, K, K)
-    perm = max_weight_matching(-dist)  # perm[s, k] = reference label of draw component k
-    order = np.argsort(perm, axis=1).reshape(C, D, K)  # component placed at each label
-    for var in list(post.data_vars):
-        da = post[var]
-        if "component" not in da.dims:
-            continue
-        axis = da.dims.index("component")
-        vals = np.moveaxis(np.asarray(da.values), axis, 2)
-        vals = np.take_along_axis(vals, order.reshape(C, D, K, *([1] * (vals.ndim - 3))), axis=2)
-        post[var] = da.copy(data=np.moveaxis(vals, 2, axis))
-    return idata
-
-
-# --- pointwise log-likelihoods, memberships, LOO ------------------------------------------------
-
-def _component_and_mixture_loglik(family, params, weights, orders):
-    """One draw: per-component ``(K, n)`` and mixture ``(n,)`` log-likelihoods of the orders,
-    by the numba kernels directly (nothing to compile per call, unlike a PyTensor function of
-    these orders)."""
-    if family == "plackett-luce":
-        from pm_perm.kernels.plackett_luce import plackett_luce_loglik as kernel
-    else:
-        from pm_perm.kernels.partial_orders import partial_order_loglik as kernel
-    comp = kernel(params, orders)
-    with np.errstate(divide="ignore"):  # a zero weight: that component contributes nothing
-        logw = np.log(weights)
-    return comp, logsumexp(logw[:, None] + comp, axis=0)
-
-
-def pointwise_loglik(post, family, orders, *, max_draws=None, rng=None):
-    """Per-draw, per-distinct-order log-likelihood of the order model, shape (S, n).
-
-    ``post`` from :func:`posterior_params`; ``orders`` any (n, M) rank-form array (e.g. held-out
-    data). With ``max_draws``, a random subset of draws (seeded ``rng``) is used. Natural log;
-    multiply by the counts for the log-likelihood of all ballots.
-    """
-    _check_family(family)
-    params, weights = post["params"], post["weights"]
-    S = params.shape[0]
-    idx = np.arange(S)
-    if max_draws is not None and S > max_draws:
-        idx = np.sort(np.random.default_rng(rng).choice(S, max_draws, replace=False))
-    orders = np.asarray(orders)
-    return np.stack([_component_and_mixture_loglik(family, params[s], weights[s], orders)[1]
-                     for s in idx])
-
-
-def membership_probabilities(post, family, orders):
-    """Posterior membership probabilities of each distinct order (hence of each of its ballots).
-
-    Returns an array (n, K): ``E_draws[ p(component k | order) ]``, where ``p(k | order) ∝
-    w_k p_k(order)``. Every ballot of one distinct order has the same probabilities.
-    """
-    _check_family(family)
-    params, weights = post["params"], post["weights"]
-    orders = np.asarray(orders)
-    total = 0.0
-    for s in range(params.shape[0]):
-        comp, mix = _component_and_mixture_loglik(family, params[s], weights[s], orders)
-        with np.errstate(divide="ignore"):
-            total = total + np.exp(np.log(weights[s])[:, None] + comp - mix[None, :])
-    return (total / params.shape[0]).T
-
-
-def loo_with_counts(loglik, counts, *, r_eff=1.0):
-    """PSIS-LOO per BALLOT from per-distinct-order log-likelihood draws and counts.
-
-    Leaving out one ballot of a group of ``c`` identical ballots divides the posterior by that
-    ballot's likelihood alone, so every one of the ``c`` ballots has the same LOO predictive
-    density as a single ballot of that order: PSIS is run once per distinct order (arviz's
-    Pareto smoothing, ``arviz_stats``' ``psislw``), and the elpd sums it ``c`` times. This equals
-    ``az.loo`` on the data expanded to one row per ballot (tested), at the cost of the
-    distinct orders only.
-
-    Parameters
-    ----------
-    loglik : ndarray, shape (S, n)
-        Draws x distinct orders (:func:`pointwise_loglik`).
-    counts : array_like of int, shape (n,)
-    r_eff : float
-        Relative efficiency of the draws (1 for independent draws).
-
-    Returns
-    -------
-    dict
-        ``elpd`` (sum over ballots), ``se`` (standard error over ballots), ``elpd_per_ballot``,
-        ``p_loo``, ``elpd_i`` (n,) per distinct order (per ballot of that order), ``pareto_k``
-        (n,), ``n_ballots``.
-    """
-    from arviz_stats.base import array_stats
-    from scipy.special import logsumexp
-
-    ll = np.asarray(loglik, dtype=np.float64)
-    c = np.asarray(counts, dtype=np.float64)
-    if ll.ndim != 2 or c.shape != (ll.shape[1],):
-        raise ValueError(f"loglik must be (draws, n) and counts (n,); got {ll.shape} and "
-                         f"{c.shape}")
-    lw, k = array_stats.psislw(ll, r_eff=r_eff, axis=0)  # lw: (n, S)
-    elpd_i = logsumexp(lw + ll.T, axis=1) - logsumexp(lw, axis=1)
-    lpd_i = logsumexp(ll, axis=0) - np.log(ll.shape[0])
-    N = c.sum()
-    elpd = float(c @ elpd_i)
-    var = float(c @ (elpd_i - elpd / N) ** 2) / (N - 1) if N > 1 else 0.0  # ddof 1, as az.loo
-    return {"elpd": elpd, "se": float(np.sqrt(N * var)), "elpd_per_ballot": elpd / N,
-            "p_loo": float(c @ (lpd_i - elpd_i)), "elpd_i": elpd_i,
-            "pareto_k": np.asarray(k), "n_ballots": int(N)}

@@ -9,7 +9,7 @@ from scipy.special import log_softmax
 from pm_perm._modes import PYTHON_MODE  # the Python linker: no C compiler on a new cache
 from pm_perm.classification.metrics import bernoulli_nll, nchoosek_nll
 from pm_perm.classification.models import (
-    MapFitter,
+    classifier_map,
     logistic_model,
     multiobject_nchoosek_model,
     topk_gain_model,
@@ -58,9 +58,10 @@ def test_nchoosek_beats_logistic_regression_on_count_structured_labels():
     count = np.array([0, 0.5, 0.5, 0, 0, 0, 0])
     Y = pm.draw(NChooseK.dist(X @ W_true, count), random_seed=2)
     tr, te = slice(0, 400), slice(400, None)
-    lr = MapFitter(logistic_model(X[tr], Y[tr], sigma=3.0), mode=PYTHON_MODE).fit(maxiter=300)
-    nck = MapFitter(multiobject_nchoosek_model(X[tr], Y[tr], sigma=3.0),
-                    mode=PYTHON_MODE).fit(maxiter=300)
+    lr = classifier_map(logistic_model(X[tr], Y[tr], sigma=3.0),
+                        mode=PYTHON_MODE).fit(maxiter=300)
+    nck = classifier_map(multiobject_nchoosek_model(X[tr], Y[tr], sigma=3.0),
+                         mode=PYTHON_MODE).fit(maxiter=300)
     assert lr["_info"]["converged"] and nck["_info"]["converged"]
     nll_lr = bernoulli_nll(X[te] @ lr["W"] + lr["b"], Y[te]).mean()
     nll_nck = nchoosek_nll(X[te] @ nck["W"] + nck["b"], X[te] @ nck["V"] + nck["c"], Y[te])
@@ -71,7 +72,7 @@ def test_map_fitter_reaches_a_stationary_point_and_warm_starts():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(50, 2))
     Y = (rng.random((50, 3)) < 0.4).astype(np.int64)
-    fitter = MapFitter(logistic_model(X, Y, sigma=1.0), mode=PYTHON_MODE)
+    fitter = classifier_map(logistic_model(X, Y, sigma=1.0), mode=PYTHON_MODE)
     first = fitter.fit()
     again = fitter.fit()
     assert again["_info"]["iterations"] <= 2

@@ -226,12 +226,12 @@ def test_cli_interrupt_exits_130_and_writes_nothing(tmp_path, capsys, monkeypatc
 
 
 def test_map_fitter_warns_when_it_stops_early():
-    from pm_perm.classification.models import MapFitter, logistic_model
+    from pm_perm.classification.models import classifier_map, logistic_model
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3))
     Y = (X @ rng.normal(size=(3, 2)) + rng.normal(size=(60, 2)) > 0).astype(int)
-    fitter = MapFitter(logistic_model(X, Y, sigma=3.0), mode=PYTHON_MODE)
+    fitter = classifier_map(logistic_model(X, Y, sigma=3.0), mode=PYTHON_MODE)
     with pytest.warns(RuntimeWarning, match="did not converge.*ITERATIONS"):
         out = fitter.fit(maxiter=1)
     assert out["_info"]["converged"] is False

@@ -8,11 +8,11 @@ import pytest
 from scipy.special import logsumexp
 
 from pm_perm.distributions.cardinality import OrdinalNChooseK
+from pm_perm.inference import laplace_whitening
 from pm_perm.learning_to_rank.data import RankingSplit
 from pm_perm.learning_to_rank.metrics import evaluate_ranking
 from pm_perm.learning_to_rank.ordinal import (
     OrdinalRanker,
-    laplace_whitening,
     ordinal_model,
     pad_queries,
 )

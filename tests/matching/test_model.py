@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
+from pm_perm.inference import laplace_whitening
 from pm_perm.kernels.permanent import permutation_marginals
 from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.matching.data import make_silhouette_pairs
@@ -16,7 +17,6 @@ from pm_perm.matching.model import (
     fit_max_margin,
     fit_nuts,
     hamming_error,
-    laplace_whitening,
     log_likelihood,
     matching_model,
     no_learning_theta,
@@ -247,7 +247,7 @@ def test_nuts_whitened_tiny():
     (xtr, ytr), _, (xte, yte) = _pairs(10, 10, n_points=6)
     xtr, xte = xtr[..., -3:], xte[..., -3:]  # three features keep it quick
     fit = fit_map(xtr, ytr, 1.0)
-    white = laplace_whitening(xtr, ytr, fit.theta, 1.0)
+    white = laplace_whitening(matching_model(xtr, ytr, 1.0), fit.theta)
     idata = fit_nuts(xtr, ytr, 1.0, draws=200, tune=200, chains=2, whitening=white)
     theta = np.asarray(idata.posterior["theta"]).reshape(-1, 3)
     assert int(idata.sample_stats["diverging"].sum()) == 0

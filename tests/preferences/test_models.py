@@ -10,6 +10,7 @@ import pytest
 import xarray as xr
 
 from pm_perm.preferences import models as rmod
+from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
 from tests.preferences._brute import every_top_k_order, mixture_loglik
 
@@ -53,7 +54,7 @@ def test_likelihood_matches_brute_force(family, builder, kwargs):
     # and the pointwise function agrees
     post = {"params": np.asarray(out[1])[None], "weights": weights[None],
             "length_probs": np.full((1, 5), 0.2)}
-    np.testing.assert_allclose(rmod.pointwise_loglik(post, family, data.orders)[0], ll,
+    np.testing.assert_allclose(rpost.pointwise_loglik(post, family, data.orders)[0], ll,
                                rtol=1e-10)
 
 
@@ -104,7 +105,7 @@ def test_mixture_recovers_planted_blocs():
         np.testing.assert_allclose(permutation_marginals(point["W"][k]),
                                    permutation_marginals(truth), atol=0.08)
     # complete ballots are assigned to their bloc with high probability
-    member = rmod.membership_probabilities(post, "full", data.orders)
+    member = rpost.membership_probabilities(post, "full", data.orders)
     np.testing.assert_allclose(member.sum(axis=1), 1.0)
     first_item = np.argmin(np.where(data.orders < 0, 99, data.orders), axis=1)
     full = (data.orders >= 0).all(axis=1)
@@ -119,7 +120,7 @@ def test_loo_with_counts_equals_loo_on_expanded_data():
     ll = rng.normal(-2.0, 0.5, size=(S, n)) + rng.normal(size=n)
     ll[:, 2] += rng.standard_t(2, size=S)  # one heavy-tailed point (larger Pareto k)
     counts = np.array([1, 3, 2, 5, 1, 4])
-    ours = rmod.loo_with_counts(ll, counts)
+    ours = rpost.loo_with_counts(ll, counts)
     expanded = np.repeat(ll, counts, axis=1)
     dt = xr.DataTree.from_dict({
         "posterior": xr.Dataset({"x": (("chain", "draw"), np.zeros((1, S)))}),
@@ -152,7 +153,7 @@ def test_relabel_components_undoes_switching():
     idata = xr.DataTree.from_dict({"posterior": xr.Dataset({
         "W": (("chain", "draw", "component", "item", "position"), draws),
         "mixture_weights": (("chain", "draw", "component"), ws)})})
-    rmod.relabel_components(idata, "full")
+    rpost.relabel_components(idata, "full")
     np.testing.assert_allclose(idata["posterior"]["mixture_weights"].values,
                                np.broadcast_to(w, (2, 5, 2)))
     assert np.abs(idata["posterior"]["W"].values - W).max() < 0.3
@@ -310,7 +311,7 @@ def test_observed_ballots_give_the_same_map_as_the_potential(family, builder):
                                 return_inferencedata=True)
         params = np.asarray(idata["posterior"][name].values)[0]  # (1 draw, K=1, ...)
         post = {"params": params, "weights": np.ones((1, 1))}
-        lls.append(float(data.counts @ rmod.pointwise_loglik(post, family, data.orders)[0]))
+        lls.append(float(data.counts @ rpost.pointwise_loglik(post, family, data.orders)[0]))
     assert abs(lls[0] - lls[1]) < 1e-9 * abs(lls[1])
 
 
@@ -334,7 +335,7 @@ def test_predictive_ballots_goodness_of_fit(family, builder, K):
         prior = pm.sample_prior_predictive(draws=1, model=rm.model, random_seed=14)["prior"]
     lp = np.array([0.1, 0.3, 0.2, 0.4])
     prior["length_probs"] = prior["length_probs"].copy(data=lp[None, None])
-    ballots = rmod.predictive_ballots(rm, {"posterior": prior}, n_ballots=N, seed=15)
+    ballots = rpost.predictive_ballots(rm, {"posterior": prior}, n_ballots=N, seed=15)
     assert ballots.shape == (1, N, M)
     name = "u" if family == "plackett-luce" else "W"
     params = prior[name].values[0, 0]
@@ -589,8 +590,8 @@ def test_model_functions_refuse_an_unknown_family():
     post = {"params": np.zeros((1, 1, 3, 3)), "weights": np.ones((1, 1))}
     orders = np.array([[0, 1, 2]])
     for call in (lambda: rmod.component_logliks("bogus", np.zeros((1, 3, 3)), orders),
-                 lambda: rmod.relabel_components(None, "bogus"),
-                 lambda: rmod.pointwise_loglik(post, "bogus", orders),
-                 lambda: rmod.membership_probabilities(post, "bogus", orders)):
+                 lambda: rpost.relabel_components(None, "bogus"),
+                 lambda: rpost.pointwise_loglik(post, "bogus", orders),
+                 lambda: rpost.membership_probabilities(post, "bogus", orders)):
         with pytest.raises(ValueError, match="family must be one of"):
             call()
