@@ -8,7 +8,7 @@ test file and lists the tests with the most CPU. The threads a test starts (nutp
 XLA's compiler) count in its process's CPU; what a test leaves running in the background after
 it returns counts against the next one.
 
-Cold test suite, as used for docs/benchmarks.md ("Fresh-clone run"):
+Cold test suite, as used for docs/benchmarks.md ("Strict fresh .ci/run"):
 
     d=$(mktemp -d); NUMBA_CACHE_DIR=$d/numba PYTENSOR_FLAGS=base_compiledir=$d/pt \\
       CPU_OUT=$d/cpu PYTHONPATH=scripts bash scripts/test.sh -p cpu_by_test

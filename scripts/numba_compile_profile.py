@@ -9,7 +9,7 @@ numba's own implementations) and lists the costliest functions, then the test fi
 during which the compilations ran (a kernel's first compilation counts against the first test
 that needs it in that process).
 
-Cold test suite, as used for docs/benchmarks.md ("Fresh-clone run"):
+Cold test suite, as used for docs/benchmarks.md ("Strict fresh .ci/run"):
 
     d=$(mktemp -d); NUMBA_CACHE_DIR=$d/numba PYTENSOR_FLAGS=base_compiledir=$d/pt \\
       NCP_OUT=$d/ncp PYTHONPATH=scripts bash scripts/test.sh -p numba_compile_profile

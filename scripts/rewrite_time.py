@@ -9,7 +9,7 @@ pytest process (pytest-xdist's workers included), and when the process ends writ
 files by test file. numba compilation triggered later, at a function's first call, is not
 counted (``scripts/numba_compile_profile.py`` measures it).
 
-Warm test suite, as used for docs/benchmarks.md ("Fresh-clone run"):
+Warm test suite, as used for docs/benchmarks.md ("Strict fresh .ci/run"):
 
     REWRITE_OUT=outputs/rewrite_time PYTHONPATH=scripts bash scripts/test.sh -p rewrite_time
     .venv/bin/python scripts/rewrite_time.py outputs/rewrite_time
