@@ -24,9 +24,8 @@ from __future__ import annotations
 import argparse
 import math
 
-import mpmath
 import numpy as np
-from _timing import best_time  # benchmarks/_timing.py
+from _harness import best_time  # benchmarks/_harness.py
 from numba import njit
 from scipy import stats
 
@@ -85,6 +84,8 @@ def scipy_log_esp(theta, k):
 def mp_log_esp_and_marginals(theta, k, dps=60):
     """High-precision reference in mpmath: prefix and suffix tables of e_j (positive sums
     only, no cancellation), value ``e_k``, marginals ``w_d sum_j F_{<d}[j] G_{>d}[k-1-j] / e_k``."""
+    import mpmath  # the `bench` extra; imported here so that --help works without it
+
     with mpmath.workdps(dps):
         w = [mpmath.exp(mpmath.mpf(float(t))) for t in theta]
         D = len(w)

@@ -39,7 +39,7 @@ import json
 import os
 import tempfile
 
-from _timing import clock, run_child  # benchmarks/_timing.py
+from _harness import clock, run_child  # benchmarks/_harness.py
 
 STEPS = ("import", "compile_logp", "compile_dlogp", "find_MAP")
 

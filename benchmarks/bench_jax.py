@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import best_time  # noqa: E402
+from _harness import best_time  # noqa: E402
 
 
 def _blocking(*fns):

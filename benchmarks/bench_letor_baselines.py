@@ -35,7 +35,7 @@ from pm_perm.learning_to_rank.baselines import (  # noqa: E402
 from pm_perm.learning_to_rank.metrics import ndcg_at_k  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _outputs import check_output, mq2008_inputs, write_result  # noqa: E402
+from _harness import check_output, mq2008_inputs, write_result  # noqa: E402
 
 # LETOR 4.0 official baselines on MQ2008, mean of 5 folds (../shared/data/README.md)
 PUBLISHED = {

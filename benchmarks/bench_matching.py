@@ -33,7 +33,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from _timing import best_time  # noqa: E402  (benchmarks/_timing.py)
+from _harness import best_time  # noqa: E402  (benchmarks/_harness.py)
 
 from pm_perm.kernels.permanent import log_permanent_and_marginals
 from pm_perm.matching import (  # noqa: E402

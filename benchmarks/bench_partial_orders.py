@@ -36,7 +36,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import best_time  # noqa: E402
+from _harness import best_time  # noqa: E402
 
 MEATH = (Path(__file__).resolve().parents[2] / "shared" / "data" / "preflib" / "irish"
          / "00001-00000003.soi")

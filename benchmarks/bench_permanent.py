@@ -24,7 +24,7 @@ import math
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from _timing import best_time  # benchmarks/_timing.py
+from _harness import best_time  # benchmarks/_harness.py
 
 from pm_perm.kernels.permanent import log_permanent, log_permanent_and_marginals
 from pm_perm.ops.permanent import log_permanent as log_permanent_op

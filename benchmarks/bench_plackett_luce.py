@@ -31,7 +31,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
-from _timing import best_time  # benchmarks/_timing.py
+from _harness import best_time  # benchmarks/_harness.py
 
 import pm_perm
 from pm_perm.kernels.plackett_luce import plackett_luce_loglik_and_grad, sample_plackett_luce

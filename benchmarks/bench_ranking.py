@@ -54,7 +54,7 @@ from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
 from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _outputs import check_output, mq2008_inputs, write_result  # noqa: E402
+from _harness import check_output, mq2008_inputs, write_result  # noqa: E402
 
 MODELS = ("rankmatch", "ordinal", "ridge", "lightgbm")
 NAMES = {

@@ -39,8 +39,8 @@ from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.data import read_preflib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _outputs import check_output  # noqa: E402
-from _outputs import write_result as checkpoint  # noqa: E402
+from _harness import check_output  # noqa: E402
+from _harness import write_result as checkpoint  # noqa: E402
 
 
 def folds_over_ballots(data, n_folds, seed):

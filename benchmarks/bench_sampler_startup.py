@@ -33,7 +33,7 @@ import os
 import statistics
 import tempfile
 
-from _timing import clock, run_child  # benchmarks/_timing.py
+from _harness import clock, run_child  # benchmarks/_harness.py
 
 MODELS = ("matching", "count")
 SAMPLERS = ("nutpie", "pymc")

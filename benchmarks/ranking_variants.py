@@ -112,7 +112,7 @@ from pm_perm.learning_to_rank.ordinal import OrdinalRanker, ordinal_model, pad_q
 from pm_perm.learning_to_rank.rankmatch import RankMatch, rankmatch_model, sample_subsets  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _outputs import check_output, mq2008_inputs, write_result  # noqa: E402
+from _harness import check_output, mq2008_inputs, write_result  # noqa: E402
 
 ORD_GRID = np.geomspace(0.03, 100, 22)
 RM_GRID = np.geomspace(0.03, 30, 13)

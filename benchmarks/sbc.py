@@ -43,7 +43,7 @@ from pm_perm import PermutationExpFamily, edge_logits
 from pm_perm._io import OutputPathError, check_outputs, make_folder, save_figure
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _outputs import write_result  # noqa: E402
+from _harness import write_result  # noqa: E402
 
 
 def _matching(rng):

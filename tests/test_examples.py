@@ -33,7 +33,21 @@ def test_there_are_examples():
 
 
 def test_there_are_benchmarks():
-    assert len(BENCHMARKS) >= 20
+    """The benchmark scripts are the ones the results page cites: each script is named there with
+    the command that reproduces its figures, and each script named there exists."""
+    scripts = {p.name for p in BENCHMARKS if not p.name.startswith("_")}
+    assert len(scripts) >= 15
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    cited = set(re.findall(r"benchmarks/(\w+\.py)", page))
+    assert sorted(scripts - cited) == [], "scripts the results page does not cite"
+    assert sorted(cited - {p.name for p in BENCHMARKS}) == [], "cited scripts that do not exist"
+
+
+def test_benchmark_helpers_exist():
+    """Every ``from _name import ...`` of a benchmark script names a module of benchmarks/."""
+    for path in BENCHMARKS:
+        for module in re.findall(r"^from (_[a-z]\w*) import", path.read_text(), flags=re.M):
+            assert (path.parent / f"{module}.py").is_file(), (path.name, module)
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -56,7 +70,7 @@ def test_the_check_sees_writes_in_place():
 
 
 def test_benchmark_outputs_are_checked_before_work(tmp_path, capsys):
-    """pm_perm._io.check_output_option (what benchmarks/_outputs.py and the docs generators
+    """pm_perm._io.check_output_option (what benchmarks/_harness.py and the docs generators
     use): missing folders are created, an older result may be replaced, an input file or a folder
     never (exit status 2 with one line naming the option)."""
     import argparse

@@ -8,11 +8,11 @@ test file and lists the tests with the most CPU. The threads a test starts (nutp
 XLA's compiler) count in its process's CPU; what a test leaves running in the background after
 it returns counts against the next one.
 
-Cold test suite, as measured in docs/benchmarks.md ("First use"):
+Cold test suite, as used for docs/benchmarks.md ("Strict fresh .ci/run"):
 
     d=$(mktemp -d); NUMBA_CACHE_DIR=$d/numba PYTENSOR_FLAGS=base_compiledir=$d/pt \\
-      CPU_OUT=$d/cpu PYTHONPATH=benchmarks bash scripts/test.sh -p cpu_by_test
-    .venv/bin/python benchmarks/cpu_by_test.py $d/cpu
+      CPU_OUT=$d/cpu PYTHONPATH=scripts bash scripts/test.sh -p cpu_by_test
+    .venv/bin/python scripts/cpu_by_test.py $d/cpu
 
 Cost: two ``getrusage`` calls per test.
 """
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _process_dump import dump_at_exit  # benchmarks/_process_dump.py
+from _process_dump import dump_at_exit  # scripts/_process_dump.py
 
 _rows: list[tuple[str, float, float, float, float]] = []
 

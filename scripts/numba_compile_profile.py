@@ -9,11 +9,11 @@ numba's own implementations) and lists the costliest functions, then the test fi
 during which the compilations ran (a kernel's first compilation counts against the first test
 that needs it in that process).
 
-Cold test suite, as measured in docs/benchmarks.md ("First use"):
+Cold test suite, as used for docs/benchmarks.md ("Strict fresh .ci/run"):
 
     d=$(mktemp -d); NUMBA_CACHE_DIR=$d/numba PYTENSOR_FLAGS=base_compiledir=$d/pt \\
-      NCP_OUT=$d/ncp PYTHONPATH=benchmarks bash scripts/test.sh -p numba_compile_profile
-    .venv/bin/python benchmarks/numba_compile_profile.py $d/ncp
+      NCP_OUT=$d/ncp PYTHONPATH=scripts bash scripts/test.sh -p numba_compile_profile
+    .venv/bin/python scripts/numba_compile_profile.py $d/ncp
 
 Cost: a dictionary update per compilation; nothing per call of compiled code.
 """
@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from _process_dump import dump_at_exit  # benchmarks/_process_dump.py
+from _process_dump import dump_at_exit  # scripts/_process_dump.py
 
 _stack: list[list[float]] = []
 _exclusive: collections.Counter = collections.Counter()

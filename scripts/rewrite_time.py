@@ -7,12 +7,12 @@ the samplers pay per compiled function before any numba compilation) and every
 pytest process (pytest-xdist's workers included), and when the process ends writes
 ``$REWRITE_OUT/<pid>.json`` (default ``outputs/rewrite_time``). Run as a script it sums those
 files by test file. numba compilation triggered later, at a function's first call, is not
-counted (``benchmarks/numba_compile_profile.py`` measures it).
+counted (``scripts/numba_compile_profile.py`` measures it).
 
-Warm test suite, as measured in docs/benchmarks.md ("First use"):
+Warm test suite, as used for docs/benchmarks.md ("Strict fresh .ci/run"):
 
-    REWRITE_OUT=outputs/rewrite_time PYTHONPATH=benchmarks bash scripts/test.sh -p rewrite_time
-    .venv/bin/python benchmarks/rewrite_time.py outputs/rewrite_time
+    REWRITE_OUT=outputs/rewrite_time PYTHONPATH=scripts bash scripts/test.sh -p rewrite_time
+    .venv/bin/python scripts/rewrite_time.py outputs/rewrite_time
 
 Cost: two clock reads per compiled function.
 """
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from _process_dump import dump_at_exit  # benchmarks/_process_dump.py
+from _process_dump import dump_at_exit  # scripts/_process_dump.py
 
 _acc: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0, 0.0])
 _current = {"test": "(outside tests)"}
