@@ -28,7 +28,7 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from scipy.optimize import minimize
 
-from pm_perm.distributions.cardinality import NChooseK
+from pm_perm.distributions.n_choose_k import NChooseK
 from pm_perm.inference import MapFitError, check_optimum
 from pm_perm.ops.cardinality import log_expected_topk_gain
 
