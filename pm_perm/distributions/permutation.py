@@ -296,8 +296,10 @@ def _numba_permutation_exp_family_glynn(op, node):
     return core_draw, (_VERSION * 1_000_003 + max_dp) % (1 << 62)  # cache key per DP limit
 
 
-def _check_observed(observed, M):
-    """Reject obviously malformed observed permutations at model build, with the reason.
+def check_observed_permutations(observed, M):
+    """Reject obviously malformed observed permutations at model build, with the reason
+    (``M``: the number of items when known, else ``None``; also used by
+    :mod:`pm_perm.matching`).
 
     A ``pm.Data`` container is checked by the value it holds at build; values set later with
     ``pm.set_data`` are not (an invalid one has log-probability -inf).
@@ -432,8 +434,8 @@ class PermutationExpFamily(pm.Discrete):
 
     def __new__(cls, name, *args, observed=None, **kwargs):
         # before PyMC casts observed to int64 or imputes NaNs
-        check_observed_orders("PermutationExpFamily", observed, _check_observed, "logits", 2,
-                              args, kwargs)
+        check_observed_orders("PermutationExpFamily", observed, check_observed_permutations,
+                              "logits", 2, args, kwargs)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod

@@ -24,7 +24,7 @@ import pytensor.tensor as pt
 from scipy.optimize import linear_sum_assignment, minimize_scalar
 
 from pm_perm.distributions import PermutationExpFamily, edge_logits
-from pm_perm.distributions.permutation import _check_observed as check_observed_permutations
+from pm_perm.distributions.permutation import check_observed_permutations
 from pm_perm.inference import laplace_whitening as _laplace_whitening
 from pm_perm.inference import map_path
 from pm_perm.kernels.matching import max_weight_matching
