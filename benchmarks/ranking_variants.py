@@ -98,7 +98,7 @@ import pytensor.tensor as pt  # noqa: E402
 from scipy.optimize import minimize_scalar  # noqa: E402
 
 from pm_perm.cli.learning_to_rank import _fit_ridge  # noqa: E402
-from pm_perm.distributions.cardinality import OrdinalNChooseK  # noqa: E402
+from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK  # noqa: E402
 from pm_perm.inference import (  # noqa: E402
     CompiledMAP,
     laplace_log_evidence,

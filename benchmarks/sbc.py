@@ -84,7 +84,7 @@ def _ranking(rng):
 
 
 def _nchoosek(rng):
-    from pm_perm.distributions.cardinality import NChooseK
+    from pm_perm.distributions.n_choose_k import NChooseK
 
     D, d = 6, 2
     X = rng.normal(size=(40, D, d))
@@ -106,7 +106,7 @@ def _nchoosek(rng):
 
 
 def _ordinal(rng):
-    from pm_perm.distributions.cardinality import OrdinalNChooseK
+    from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
 
     D, d, counts = 5, 2, np.array([2, 2, 1])
     X = rng.normal(size=(30, D, d))

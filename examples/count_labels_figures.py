@@ -23,7 +23,7 @@ import pymc as pm  # noqa: E402
 import xarray as xr  # noqa: E402
 
 from pm_perm._io import save_figure  # noqa: E402
-from pm_perm.distributions.cardinality import NChooseK  # noqa: E402
+from pm_perm.distributions.n_choose_k import NChooseK  # noqa: E402
 
 
 def main(argv=None):

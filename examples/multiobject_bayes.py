@@ -41,7 +41,7 @@ from pm_perm.datasets.embedded_digits import (  # noqa: E402
     CellRBMFeatures,
     make_embedded_digits,
 )
-from pm_perm.distributions.cardinality import NChooseK  # noqa: E402
+from pm_perm.distributions.n_choose_k import NChooseK  # noqa: E402
 
 
 def calibrated_model(kind, S, Y):

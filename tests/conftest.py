@@ -61,7 +61,7 @@ TESTS = Path(__file__).resolve().parent
 _START_FIRST = {name: i for i, name in enumerate([
     "test_docs_examples.py", "backends/jax/test_jax_rankings.py", "backends/jax/test_jax_ops.py",
     "preferences/test_models.py", "distributions/test_conformance.py",
-    "distributions/test_cardinality.py", "ops/test_extern.py", "test_processes.py",
+    "distributions/test_ordinal_n_choose_k.py", "ops/test_extern.py", "test_processes.py",
     "test_docs_build.py"])}
 
 

@@ -1,7 +1,7 @@
 """Held-out metrics for the count-prior experiments, in NumPy (no PyTensor graph needed).
 
 Log-likelihoods are in nats per image; the n-choose-k one uses the exact normaliser
-:func:`pm_perm.kernels.cardinality.log_esp`.
+:func:`pm_perm.kernels.esp.log_esp`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm.distributions.cardinality import NChooseK
+from pm_perm.distributions.n_choose_k import NChooseK
 from pm_perm.inference import CompiledMAP
 from pm_perm.ops.cardinality import log_expected_topk_gain
 

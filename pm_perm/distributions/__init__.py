@@ -1,6 +1,8 @@
 """PyMC distributions (value conventions in each class docstring)."""
 
-from pm_perm.distributions.cardinality import ConditionalBernoulli, NChooseK, OrdinalNChooseK
+from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulli
+from pm_perm.distributions.n_choose_k import NChooseK
+from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
 from pm_perm.distributions.partial_ranking import PartialRanking
 from pm_perm.distributions.permutation import PermutationExpFamily, edge_logits
 from pm_perm.distributions.plackett_luce import PlackettLuce

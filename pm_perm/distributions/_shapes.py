@@ -8,7 +8,7 @@ from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 
-__all__ = ["check_observed_batch", "refuse_empty", "static_last_dim"]
+__all__ = ["check_observed_batch", "check_observed_orders", "refuse_empty", "static_last_dim"]
 
 
 def _static_shape(x):
@@ -70,3 +70,20 @@ def check_observed_batch(dist_name, observed, params):
                 f"with a batch shape that broadcasts to {obs_batch}, i.e. one {name} per "
                 "observation or one shared by all"
             )
+
+
+def check_observed_orders(dist_name, observed, check_values, param, core_ndim, args, kwargs):
+    """The build-time checks of the observed rows of a ranking distribution, before PyMC casts
+    them to int64: ``check_values(observed, M)`` (M: the last dimension of the first parameter
+    when known before run time), then :func:`check_observed_batch` against that parameter
+    (``param``, of core dimensions ``core_ndim``, given by name or first) and ``weights``.
+
+    ``args`` and ``kwargs`` are those of the distribution's ``__new__``; ``observed=None`` is
+    not checked.
+    """
+    if observed is None:
+        return
+    first = kwargs.get(param, args[0] if args else None)
+    check_values(observed, static_last_dim(first))
+    params = [(param, first, core_ndim), ("weights", kwargs.get("weights"), 0)]
+    check_observed_batch(dist_name, observed, params)

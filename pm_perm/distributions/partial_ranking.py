@@ -16,9 +16,9 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
+from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
+from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import integer_rows, value_rows
-from pm_perm.distributions.cardinality import _select_last
 from pm_perm.distributions.permutation import NO_ITEM_MSG, permutation_draw_numba
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
@@ -33,7 +33,6 @@ __all__ = ["PartialRanking", "PartialRankingRV"]
 
 #: Tolerance of the simplex check of ``length_probs`` (as NChooseK's count_probs).
 _SIMPLEX_TOL = 1e-6
-_ABS_MAX = pt.constant(1e300, dtype="float64")
 
 
 def _check_draw_parameters(weights, length_probs, M):
@@ -194,8 +193,7 @@ class PartialRanking(pm.Discrete):
     not valid rank form have ``-inf``; rows of weight 0 contribute 0. With ``logits`` of shape
     (M, M) all orders share one suffix subset table (:mod:`pm_perm.kernels.partial_orders`): the
     logp and its gradient cost O(M 2^M) for the table plus O(M) per distinct order (plus
-    O(s 2^s) per tie block of size s inside an order), about 5 ms for all 25,101 distinct Meath
-    ballots at M = 14 (``docs/benchmarks.md``). Exact up to ``M = EXACT_MAX_M`` (26) and the
+    O(s 2^s) per tie block of size s inside an order). Exact up to ``M = EXACT_MAX_M`` (26) and the
     memory budget; beyond it ``ValueError`` names the alternatives (Plackett-Luce, fewer items).
     Draws: one exact permutation draw (the subset DP sampler) per ranking. Observed data that are
     not valid rank form raise ``ValueError`` naming the row when the model is built.
@@ -217,11 +215,8 @@ class PartialRanking(pm.Discrete):
     rv_op = partial_ranking
 
     def __new__(cls, name, *args, observed=None, **kwargs):
-        if observed is not None:  # before PyMC casts it to int64
-            logits = kwargs.get("logits", args[0] if args else None)
-            _check_observed(observed, static_last_dim(logits))
-            params = [("logits", logits, 2), ("weights", kwargs.get("weights"), 0)]
-            check_observed_batch("PartialRanking", observed, params)
+        check_observed_orders("PartialRanking", observed, _check_observed, "logits", 2, args,
+                              kwargs)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -279,19 +274,18 @@ class PartialRanking(pm.Discrete):
             # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a
             # static one)
             (pt.ge(M, 1), NO_ITEM_MSG),
-            (pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),
-             "logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)"),
+            (logits_ok(logits), LOGITS_MSG),
             (pt.all(pt.isfinite(weights) & pt.ge(weights, 0.0)
                     & pt.eq(weights, pt.round(weights))),
              "weights must be non-negative integers (the count of each distinct order)"),
         ]
         if length_probs.type.shape[-1] != 0:
             k = pt.sum(pt.ge(value, 0), axis=-1)
-            lp = lp + pt.log(_select_last(length_probs, k))
+            lp = lp + pt.log(select_last(length_probs, k))
             checks.append((
                 pt.eq(length_probs.shape[-1], M + 1)
                 & pt.all(pt.ge(length_probs, 0.0))
-                & pt.all(pt.lt(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), _SIMPLEX_TOL)),
+                & simplex_ok(length_probs, _SIMPLEX_TOL),
                 "length_probs must be a simplex of M + 1 entries (non-negative, summing to 1: "
                 "the probabilities of ranking k = 0..M items)",
             ))

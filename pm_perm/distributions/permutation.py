@@ -18,8 +18,9 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
-from pm_perm.kernels._checks import LOGIT_ABS_MAX, non_permutation_rows
+from pm_perm.distributions._params import LOGITS_MSG, logits_ok
+from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
+from pm_perm.kernels._checks import non_permutation_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.glynn import (
     GLYNN_DRAW_ERRORS,
@@ -40,20 +41,11 @@ from pm_perm.kernels.huber_law import (
 from pm_perm.kernels.permanent import check_exact_size
 from pm_perm.kernels.permutation_sampler import DRAW_ERRORS, sample_permutations
 from pm_perm.kernels.permutation_sampler import make_permutation_draw_kernel as make_draw_kernel
-from pm_perm.ops._extern import (
-    StatusError,
-    bitgen_of,
-    c_contiguous_out,
-    copy_back,
-    extern_kernel,
-    value_errors,
-)
+from pm_perm.ops import _extern
 from pm_perm.ops.bethe import bethe_log_permanent
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.permanent import exact_max_m, log_permanent
 
-# a float64 constant: a Python float would be tried as float32 first (overflow warning)
-_ABS_MAX = pt.constant(LOGIT_ABS_MAX, dtype="float64")
 # logp's message for M = 0 known only at run time: the exact sampler's (status 1)
 NO_ITEM_MSG = DRAW_ERRORS[1]
 
@@ -70,8 +62,8 @@ __all__ = [
 #: Trials the Huber-Law sampler may spend per logits matrix in one draw call (method="bethe").
 HUBER_LAW_MAX_TRIALS = 1_000_000
 
-#: Default work budget of one Huber-Law draw (method="bethe"): trials x M^2 elementary steps,
-#: about 1-5 s on one core. At M = 200 that is 2,500 trials.
+#: Default work budget of one Huber-Law draw (method="bethe"): trials x M^2 elementary steps, a
+#: few seconds on one core rather than minutes. At M = 200 that is 2,500 trials.
 HUBER_LAW_MAX_WORK = 100_000_000
 
 
@@ -121,23 +113,23 @@ _F64_PTR = types.CPointer(types.float64)
 _I64_PTR = types.CPointer(types.int64)
 _DRAW_SIGNATURE = types.int64(_U64_PTR, _F64_PTR, types.intp, types.intp, _I64_PTR)
 _DRAW = {
-    "dp": extern_kernel("pm_perm_permutation_draw_kernel", _DRAW_SIGNATURE,
+    "dp": _extern.extern_kernel("pm_perm_permutation_draw_kernel", _DRAW_SIGNATURE,
                         make_draw_kernel(_VERSION)),
-    "glynn": extern_kernel("pm_perm_glynn_draw_kernel", _DRAW_SIGNATURE,
+    "glynn": _extern.extern_kernel("pm_perm_glynn_draw_kernel", _DRAW_SIGNATURE,
                            make_glynn_draw_kernel(_VERSION)),
 }
 
 
-class _DrawError(StatusError):
+class _DrawError(_extern.StatusError):
     """Input errors of the exact sampler (see :class:`StatusError`)."""
 
-    messages = value_errors(DRAW_ERRORS)
+    messages = _extern.value_errors(DRAW_ERRORS)
 
 
-class _GlynnDrawError(StatusError):
+class _GlynnDrawError(_extern.StatusError):
     """Errors of the Glynn sampler (see :class:`StatusError`)."""
 
-    messages = value_errors(GLYNN_DRAW_ERRORS)
+    messages = _extern.value_errors(GLYNN_DRAW_ERRORS)
 
 
 def _draw_numba(method, error):
@@ -146,12 +138,12 @@ def _draw_numba(method, error):
     @numba_basic.numba_njit
     def draw(rng, W, out):
         Wc = np.ascontiguousarray(W)
-        y = c_contiguous_out(out)
-        bitgen = bitgen_of(rng)
+        y = _extern.c_contiguous_out(out)
+        bitgen = _extern.bitgen_of(rng)
         status = kernel(bitgen.ctypes, Wc.ctypes, Wc.shape[0], Wc.shape[1], y.ctypes)
         if status != 0:
             raise error(status)
-        return copy_back(out, y)
+        return _extern.copy_back(out, y)
 
     return draw
 
@@ -212,14 +204,14 @@ class PermutationExpFamilyBetheRV(PermutationExpFamilyRV):
 permutation_exp_family_bethe = PermutationExpFamilyBetheRV()
 
 
-_HUBER_LAW_DRAW = extern_kernel(
+_HUBER_LAW_DRAW = _extern.extern_kernel(
     "pm_perm_huber_law_draw_kernel",
     types.int64(_U64_PTR, _F64_PTR, types.intp, types.int64, _I64_PTR),
     make_huber_law_draw_kernel(_VERSION),
 )
 
 
-class _HuberLawDrawError(StatusError):
+class _HuberLawDrawError(_extern.StatusError):
     """Errors of the Huber-Law draws (see :class:`StatusError`); statuses of
     :func:`pm_perm.kernels.huber_law.make_huber_law_draw_kernel`, then the square check."""
 
@@ -253,12 +245,12 @@ def _numba_permutation_exp_family_bethe(op, node):
             out = np.empty(M, dtype=np.int64)
         W = np.ascontiguousarray(logits)
         max_trials = max(1, min(max_trials_cap, max_work // max(1, M * M)))
-        y = c_contiguous_out(out)
-        bitgen = bitgen_of(rng)
+        y = _extern.c_contiguous_out(out)
+        bitgen = _extern.bitgen_of(rng)
         status = kernel(bitgen.ctypes, W.ctypes, M, max_trials, y.ctypes)
         if status != 0:
             raise _HuberLawDrawError(status)
-        return copy_back(out, y)
+        return _extern.copy_back(out, y)
 
     core_draw.handles_out = True
     return core_draw, (_VERSION * 1_000_003 + max_work) % (1 << 62)  # cache key per budget
@@ -301,8 +293,10 @@ def _numba_permutation_exp_family_glynn(op, node):
     return core_draw, (_VERSION * 1_000_003 + max_dp) % (1 << 62)  # cache key per DP limit
 
 
-def _check_observed(observed, M):
-    """Reject obviously malformed observed permutations at model build, with the reason.
+def check_observed_permutations(observed, M):
+    """Reject obviously malformed observed permutations at model build, with the reason
+    (``M``: the number of items when known, else ``None``; also used by
+    :mod:`pm_perm.matching`).
 
     A ``pm.Data`` container is checked by the value it holds at build; values set later with
     ``pm.set_data`` are not (an invalid one has log-probability -inf).
@@ -371,11 +365,10 @@ class PermutationExpFamily(pm.Discrete):
         (``PM_PERM_MEMORY_BUDGET``); larger M raises ``ValueError`` naming the alternatives.
         ``"glynn"``: the same exact normaliser and gradient by Glynn's formula
         (:mod:`pm_perm.kernels.glynn`): O(M^2) memory, O(M 2^(M-1)) time, M up to
-        ``GLYNN_MAX_M = 32``, for the sizes whose DP table does not fit (measured on one core:
-        6 s at M = 27, 57 s at M = 30 per logp-and-gradient evaluation, doubling with each M;
-        relative errors up to about 4e-12 measured, against the DP's 1e-14; see the large-M
-        guide). Draws are exact (the DP's sampler while its table fits, else row by row from
-        Glynn marginals, about twice one logp-and-gradient evaluation per draw).
+        ``GLYNN_MAX_M = 32``, for the sizes whose DP table does not fit (its time doubles with
+        each M and its rounding errors are larger than the DP's: see the large-M guide). Draws
+        are exact (the DP's sampler while its table fits, else row by row from Glynn marginals,
+        about twice one logp-and-gradient evaluation per draw).
         ``"bethe"``: APPROXIMATE log-probability with the Bethe log-permanent (a lower bound of
         ``log perm``, so ``logp`` is over-estimated by at most ``M/2 log 2``, in practice by
         about ``0.5 log(2 pi M / e)``; see the large-M guide), O(M^2) per fixed-point sweep, M up
@@ -388,7 +381,7 @@ class PermutationExpFamily(pm.Discrete):
         at run time fails logp's parameter check and the draws, as above.
     max_work : int, default 1e8 (``HUBER_LAW_MAX_WORK``)
         ``method="bethe"`` only: the work budget of one exact Huber-Law draw, in trials x M^2
-        elementary steps (about 1-5 s on one core; 2,500 trials at M = 200, capped at
+        elementary steps (seconds on one core; 2,500 trials at M = 200, capped at
         ``HUBER_LAW_MAX_TRIALS`` = 1e6). A draw that needs more raises ``RuntimeError``
         naming the alternative, swap MCMC (:mod:`pm_perm.inference.step_methods`,
         :mod:`pm_perm.kernels.swap_mcmc`), instead of running for minutes.
@@ -437,10 +430,9 @@ class PermutationExpFamily(pm.Discrete):
         return (next_rng, rv) if return_next_rng else rv
 
     def __new__(cls, name, *args, observed=None, **kwargs):
-        if observed is not None:  # before PyMC casts it to int64 or imputes NaNs
-            logits = kwargs.get("logits", args[0] if args else None)
-            _check_observed(observed, static_last_dim(logits))
-            check_observed_batch("PermutationExpFamily", observed, [("logits", logits, 2)])
+        # before PyMC casts observed to int64 or imputes NaNs
+        check_observed_orders("PermutationExpFamily", observed, check_observed_permutations,
+                              "logits", 2, args, kwargs)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -485,17 +477,13 @@ def _logp(value, logits, log_z):
     score = pt.sum(pt.switch(onehot, logits, 0.0), axis=(-2, -1))
     # a permutation: every row names one column and every column is named once (counted on the
     # one-hot table the score uses; where the value is a graph input, e.g. observed pm.Data, a
-    # sort here cost about 6 s of the graph's first numba compilation: docs/benchmarks.md)
+    # sort here makes the graph's first numba compilation much slower)
     is_perm = (pt.all(pt.eq(pt.sum(onehot, axis=-2), 1), axis=-1)
                & pt.all(pt.eq(pt.sum(onehot, axis=-1), 1), axis=-1))
     lp = pt.switch(is_perm, score - log_z, -np.inf)
     # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a static one)
     lp = check_parameters(lp, pt.ge(M, 1), msg=NO_ITEM_MSG)
-    lp = check_parameters(
-        lp,
-        pt.all(pt.eq(logits, -np.inf) | pt.le(pt.abs(logits), _ABS_MAX)),
-        msg="logits must be -inf or finite with |logits| <= 1e300 (no NaN or +inf)",
-    )
+    lp = check_parameters(lp, logits_ok(logits), msg=LOGITS_MSG)
     return check_parameters(
         lp,
         pt.all(pt.gt(log_z, -np.inf)),

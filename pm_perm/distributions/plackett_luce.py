@@ -17,7 +17,8 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.distributions._shapes import check_observed_batch, refuse_empty, static_last_dim
+from pm_perm.distributions._params import select_last
+from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import integer_rows, value_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
@@ -27,14 +28,7 @@ from pm_perm.kernels.plackett_luce import (
     sample_plackett_luce,
 )
 from pm_perm.kernels.rank_form import validate_orders
-from pm_perm.ops._extern import (
-    StatusError,
-    bitgen_of,
-    c_contiguous_out,
-    copy_back,
-    extern_kernel,
-    value_errors,
-)
+from pm_perm.ops import _extern
 from pm_perm.ops.plackett_luce import plackett_luce_loglik
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -82,7 +76,7 @@ plackett_luce = PlackettLuceRV()
 
 # PyTensor's compiled draws call the sampler through a C symbol (see pm_perm.ops._extern),
 # drawing from the graph's own Generator (pm_perm.kernels._bitgen).
-_DRAW = extern_kernel(
+_DRAW = _extern.extern_kernel(
     "pm_perm_plackett_luce_draw_kernel",
     types.int64(types.CPointer(types.uint64), types.CPointer(types.float64), types.intp,
                 types.CPointer(types.float64), types.intp, types.CPointer(types.int64)),
@@ -90,10 +84,10 @@ _DRAW = extern_kernel(
 )
 
 
-class _DrawError(StatusError):
+class _DrawError(_extern.StatusError):
     """Input errors of the draws (see :class:`StatusError`): the sampler's, then the weights'."""
 
-    messages = value_errors(
+    messages = _extern.value_errors(
         [*PL_DRAW_ERRORS, "weights must be non-negative integers (ballots per distinct order)"])
 
 
@@ -112,12 +106,12 @@ def _numba_plackett_luce(op, node):
         u, lp = np.ascontiguousarray(utilities), np.ascontiguousarray(length_probs)
         if out is None:
             out = np.empty(u.shape[0], dtype=np.int64)
-        y = c_contiguous_out(out)
-        bitgen = bitgen_of(rng)
+        y = _extern.c_contiguous_out(out)
+        bitgen = _extern.bitgen_of(rng)
         status = kernel(bitgen.ctypes, u.ctypes, u.shape[0], lp.ctypes, lp.shape[0], y.ctypes)
         if status != 0:
             raise _DrawError(status)
-        return copy_back(out, y)
+        return _extern.copy_back(out, y)
 
     core_draw.handles_out = True
     return core_draw, _VERSION
@@ -212,11 +206,8 @@ class PlackettLuce(pm.Discrete):
         return (next_rng, rv) if return_next_rng else rv
 
     def __new__(cls, name, *args, observed=None, **kwargs):
-        if observed is not None:  # before PyMC casts it to int64
-            u = kwargs.get("utilities", args[0] if args else None)
-            _check_observed(observed, static_last_dim(u))
-            params = [("utilities", u, 1), ("weights", kwargs.get("weights"), 0)]
-            check_observed_batch("PlackettLuce", observed, params)
+        check_observed_orders("PlackettLuce", observed, _check_observed, "utilities", 1, args,
+                              kwargs)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -267,9 +258,7 @@ class PlackettLuce(pm.Discrete):
         msgs = [_NO_ITEM_MSG, "utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
         if length_probs.type.shape[-1] != 0:
             k = pt.sum(pt.ge(value, 0), axis=-1)
-            pk = pt.sum(length_probs * pt.eq(pt.arange(length_probs.shape[-1]), k[..., None]),
-                        axis=-1)
-            ll = ll + pt.log(pk)
+            ll = ll + pt.log(select_last(length_probs, k))
             conditions.append(pt.eq(length_probs.shape[-1], M + 1)
                               & pt.all(pt.ge(length_probs, 0))
                               & pt.all(pt.le(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), 1e-6)))

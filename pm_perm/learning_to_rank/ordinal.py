@@ -11,7 +11,7 @@ of label ``r`` are a conditional-Bernoulli choice among the documents of label `
 
     ``log p(y | k) = sum_{r >= 1} [sum_{y_d = r} theta_d - log e_{k_r}(exp theta_d : y_d <= r)]``
 
-(:class:`pm_perm.distributions.cardinality.OrdinalNChooseK` with ``n_levels=R``, exact
+(:class:`pm_perm.distributions.ordinal_n_choose_k.OrdinalNChooseK` with ``n_levels=R``, exact
 elementary symmetric polynomials; the count prior, which does not depend on ``theta``, is left
 out). A constant added to every logit of a query cancels, so no intercept is needed and
 features constant within a query do not matter. Prediction sorts the documents by
@@ -47,7 +47,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm.distributions.cardinality import OrdinalNChooseK
+from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
 from pm_perm.inference import whitened_normal
 from pm_perm.learning_to_rank._scoring import FeatureScaling, LinearRanker
 from pm_perm.learning_to_rank.data import RankingSplit

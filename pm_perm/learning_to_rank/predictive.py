@@ -3,7 +3,7 @@
 The ordinal n-choose-k model with one document per level (``n_levels = D``, every count 1)
 is the Plackett-Luce model: the top document is drawn with probability proportional to
 ``exp(s_d)`` among all ``D``, the second among the rest, and so on (Swersky et al. 2012,
-sec. 3; tested against :class:`pm_perm.distributions.cardinality.OrdinalNChooseK`). It is the
+sec. 3; tested against :class:`pm_perm.distributions.ordinal_n_choose_k.OrdinalNChooseK`). It is the
 ordinal ranker's own distribution over a query's whole ranking, and its draws are exact and
 cheap by the Gumbel-max trick: sorting ``s_d + G_d`` with independent standard Gumbel ``G_d``
 gives a Plackett-Luce ranking (Yellott 1977).

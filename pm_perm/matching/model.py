@@ -23,7 +23,7 @@ import pymc as pm
 from scipy.optimize import linear_sum_assignment, minimize_scalar
 
 from pm_perm.distributions import PermutationExpFamily, edge_logits
-from pm_perm.distributions.permutation import _check_observed as check_observed_permutations
+from pm_perm.distributions.permutation import check_observed_permutations
 from pm_perm.inference import map_path, whitened_normal
 from pm_perm.kernels.matching import max_weight_matching
 from pm_perm.kernels.permanent import log_permanent, permutation_marginals

@@ -1,7 +1,7 @@
 """Definitional oracles for count-structured labels, by enumeration over all subsets / labelings.
 
 Slow on purpose (O(2^D) or O(R^D)); D <= 12 (``MAX_D``). Used by the tests and benchmarks as
-ground truth for :mod:`pm_perm.kernels.cardinality` and the ``ConditionalBernoulli``,
+ground truth for :mod:`pm_perm.kernels.esp` and the ``ConditionalBernoulli``,
 ``NChooseK`` and ``OrdinalNChooseK`` distributions. Every sum is done in log space with
 ``scipy.special.logsumexp`` so extreme logits are fine.
 """

@@ -14,7 +14,7 @@ from pm_perm.classification.models import (
     multiobject_nchoosek_model,
     topk_gain_model,
 )
-from pm_perm.distributions.cardinality import NChooseK
+from pm_perm.distributions.n_choose_k import NChooseK
 
 
 def test_top1_gain_model_is_softmax_regression():

@@ -7,7 +7,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy.special import logsumexp
 
-from pm_perm.distributions.cardinality import OrdinalNChooseK
+from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
 from pm_perm.inference import laplace_whitening
 from pm_perm.learning_to_rank.data import RankingSplit
 from pm_perm.learning_to_rank.metrics import evaluate_ranking

@@ -5,7 +5,7 @@ import pymc as pm
 import pytest
 from scipy.stats import chisquare
 
-from pm_perm.distributions.cardinality import OrdinalNChooseK
+from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
 from pm_perm.learning_to_rank.predictive import plackett_luce_predictive
 
 

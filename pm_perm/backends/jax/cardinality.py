@@ -9,7 +9,7 @@ both paths.
 
 XLA DP:
 
-Tilted probability-scale DP, as in :mod:`pm_perm.kernels.cardinality`: with a tilt ``c`` such
+Tilted probability-scale DP, as in :mod:`pm_perm.kernels.esp`: with a tilt ``c`` such
 that ``sum_d sigmoid(theta_d - c) ~= k``,
 ``log e_k(exp theta) = k c + sum_d log(1 + exp(theta_d - c)) + log q[k]``, where ``q`` is the
 Poisson-binomial pmf of independent Bernoulli(``p_d = sigmoid(theta_d - c)``) items. The

@@ -1,7 +1,7 @@
 """pm_perm's numba kernels as XLA FFI custom calls on the CPU (no Python in the call).
 
-``jax.pure_callback`` costs about 35 us per call on this machine (it re-enters Python, takes
-the GIL and wraps the buffers as NumPy arrays), more than the whole permanent of M = 10. Here
+``jax.pure_callback`` re-enters Python at every call (it takes the GIL and wraps the buffers as
+NumPy arrays), which costs more than a whole small kernel call (a permanent of M = 10). Here
 the kernels are compiled by numba as C callables with the signature of an XLA FFI handler
 (``XLA_FFI_Error* handler(XLA_FFI_CallFrame*)``, the typed FFI of ``jax.ffi``), registered with
 ``jax.ffi.register_ffi_target`` and called with ``jax.ffi.ffi_call``: XLA calls the compiled

@@ -41,31 +41,27 @@ def _check_square(op, W):
         raise ValueError(f"M = {M0} is beyond the exact limit {op.max_m}")
 
 
+def _permanent_fn(op, fn):
+    def permanent_jax(W):
+        _check_square(op, W)
+        return fn(W)
+
+    return permanent_jax
+
+
 @jax_funcify.register(perm_ops.LogPermanent)
 def _jax_log_permanent(op, node=None, **kwargs):
-    def log_permanent_jax(W):
-        _check_square(op, W)
-        return permanent.log_permanent(W)
-
-    return log_permanent_jax
+    return _permanent_fn(op, permanent.log_permanent)
 
 
 @jax_funcify.register(perm_ops.PermutationMarginals)
 def _jax_permutation_marginals(op, node=None, **kwargs):
-    def permutation_marginals_jax(W):
-        _check_square(op, W)
-        return permanent.permutation_marginals(W)
-
-    return permutation_marginals_jax
+    return _permanent_fn(op, permanent.permutation_marginals)
 
 
 @jax_funcify.register(perm_ops.LogPermanentAndMarginals)
 def _jax_log_permanent_and_marginals(op, node=None, **kwargs):
-    def log_permanent_and_marginals_jax(W):
-        _check_square(op, W)
-        return permanent.log_permanent_and_marginals(W)
-
-    return log_permanent_and_marginals_jax
+    return _permanent_fn(op, permanent.log_permanent_and_marginals)
 
 
 @jax_funcify.register(card_ops.LogESP)

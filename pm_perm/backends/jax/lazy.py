@@ -1,7 +1,7 @@
 """Register the JAX implementations when PyTensor's JAX backend is first imported, not before.
 
-``import pm_perm`` must not pay for importing JAX (about 1.5 s) in the many programs that never
-use it. PyTensor imports :mod:`pytensor.link.jax.dispatch` whenever a graph is compiled for JAX
+``import pm_perm`` must not pay for importing JAX (seconds) in the many programs that never use
+it. PyTensor imports :mod:`pytensor.link.jax.dispatch` whenever a graph is compiled for JAX
 (``mode="JAX"``, ``pm.sample(nuts_sampler="numpyro" / "blackjax")``, nutpie's JAX backend), so a
 one-shot import hook on that module registers :mod:`pm_perm.backends.jax.dispatch` right after
 it has loaded. If it is already imported, registration happens at once. ``PM_PERM_NO_JAX=1``

@@ -5,12 +5,10 @@ Where it runs: on a CPU, the numba kernel of the numba Ops
 (:func:`pm_perm.kernels.partial_orders.partial_orders_core`) as an XLA FFI custom call
 (:mod:`pm_perm.backends.jax.cpu_ffi`); on every other platform (GPU, TPU), with
 ``PM_PERM_JAX_XLA=1`` or inside ``xla_only()``, the XLA program below, which has no custom call
-and no host callback, so XLA can also partition it over devices (the sharding recipe). Chosen
-by measurement (``benchmarks/bench_jax.py``, value + gradient of all 25,101 distinct Meath
-orders, M = 14, one 2-core CPU): numba 3.0 ms; the FFI call 1.09x that with the orders as
-constants of the program and 1.15x with the orders as inputs; the XLA program 0.59x and 2.67x
-(orders given as inputs are parsed at every call, O(n M^2)). The FFI call stays within 1.15x
-of numba in every case, so the CPU runs it.
+and no host callback, so XLA can also partition it over devices (the sharding recipe). On a
+CPU the FFI call is about as fast as the numba path whether the orders are constants of the
+program or inputs, while the XLA program is much slower with orders as inputs (parsed at every
+call, O(n M^2)); so the CPU runs the FFI call (``benchmarks/bench_jax.py`` compares them).
 
 Model and value convention: :mod:`pm_perm.kernels.partial_orders`. An order is a sequence of
 blocks (:mod:`pm_perm.backends.jax.rank_form`); ``log p(order) = sum of middle single logits
@@ -140,7 +138,7 @@ def _values(W, blocks, groups):
     We = jnp.concatenate([W, jnp.zeros((M, 1), W.dtype)], axis=1)
     suffix = jnp.sum(jnp.where(blocks.last(), jnp.left_shift(1, item), 0), axis=1)
     # one gather per item from its row: XLA's gathers from a small row are far cheaper than
-    # one (n, M) gather from the whole matrix (0.2 vs 0.8 ms for Meath's 25,101 orders)
+    # one (n, M) gather from the whole matrix
     lp = sum(We[i][pos[:, i]] for i in range(M)) + h[suffix]
     if groups is None:
         lp = lp + rank_form.traced_tie_sum(_tie_values, W, None, blocks, M - 1)

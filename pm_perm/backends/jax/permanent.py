@@ -2,7 +2,7 @@
 
 Where it runs: on a CPU, the value and the marginals come from pm_perm's numba kernel (the one
 the numba Ops call), as an XLA FFI custom call (:mod:`pm_perm.backends.jax.cpu_ffi`), because the
-XLA DP below is 8-45x slower than it on a CPU (``benchmarks/bench_jax.py``); on every other
+XLA DP below is several times slower on a CPU (``benchmarks/bench_jax.py``); on every other
 platform (GPU, TPU), with ``PM_PERM_JAX_XLA=1``, or inside
 :func:`pm_perm.backends.jax.platform.xla_only`, the XLA DP runs. The choice is made when the
 program is lowered for its platform (``jax.lax.platform_dependent``).
@@ -21,9 +21,9 @@ assignment (``B = exp(W - r - c) <= 1``, equal to 1 on the best permutation), so
 only positive numbers in ``[1, M!]`` whatever the spread of the logits. The duals come from the
 numba Hungarian kernel through ``jax.pure_callback`` (O(M^3) per matrix on the host, the whole
 batch in one call; not differentiated: ``log perm`` moves by exactly the sum of the shifts, so
-they are held constant). Row/column log-normalisers computed in JAX (Sinkhorn) were tried first:
-at logit spreads of hundreds of nats they need thousands of sweeps, and with a fixed number the
-DP underflowed to ``log perm = -inf`` (found by numpyro running away on the demo model). The
+they are held constant). Row/column log-normalisers computed in JAX (Sinkhorn) are no
+substitute: at logit spreads of hundreds of nats they need thousands of sweeps, and with a fixed
+number of sweeps the DP underflows to ``log perm = -inf`` (and a sampler runs away). The
 dtype of ``W`` is kept: float64 when ``jax_enable_x64`` is on (PyTensor's JAX linker turns it on
 for floatX = float64), float32 otherwise.
 

@@ -4,11 +4,10 @@ Where it runs: on a CPU, the numba kernel of the numba Ops
 (:func:`pm_perm.kernels.plackett_luce.plackett_luce_core`) as an XLA FFI custom call
 (:mod:`pm_perm.backends.jax.cpu_ffi`); on every other platform (GPU, TPU), with
 ``PM_PERM_JAX_XLA=1`` or inside ``xla_only()``, the XLA program below (no custom call, no host
-callback: XLA can partition it). Chosen by measurement (``benchmarks/bench_jax.py``, value +
-gradient of all 25,101 distinct Meath orders, M = 14, one 2-core CPU): numba 6.6-7.5 ms; the FFI
-call 0.99-1.10x that; the XLA program 1.2x with the orders as constants of the program and 5.1x
-with the orders as inputs (parsed at every call, and XLA's per-position scan and transcendental
-functions are slower than numba's loop on a CPU). So the CPU runs the FFI call.
+callback: XLA can partition it). On a CPU the FFI call is as fast as the numba path, while the
+XLA program is slower (XLA's per-position scan and transcendental functions are slower than
+numba's loop on a CPU), much slower with the orders as inputs (parsed at every call); so the CPU
+runs the FFI call (``benchmarks/bench_jax.py`` compares them).
 
 Model, tie rule and value convention: :mod:`pm_perm.kernels.plackett_luce`. With the items of
 each order in position order (``seq``, :mod:`pm_perm.backends.jax.rank_form`) and
@@ -55,7 +54,7 @@ def _logaddexp(a, b):
 def _suffix_lse(useq):
     """``L[t] = log sum_{s >= t} exp(useq[s])`` for positions ``t`` along axis 0 of (M, n):
     a ``lax.scan`` from the last position (an unrolled loop lets XLA fuse the chain into every
-    position, recomputing it: 50x slower with the gradient, measured)."""
+    position, recomputing it: much slower with the gradient)."""
     def step(acc, x):
         acc = _logaddexp(acc, x)
         return acc, acc

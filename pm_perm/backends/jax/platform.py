@@ -62,9 +62,9 @@ def on_platform(args, cpu, xla, cpu_kernel=None):
 @functools.cache
 def _cpu_only() -> bool:
     """True when JAX has no backend but the CPU in this process, so that every program runs on
-    the CPU: :func:`on_platform` then traces the CPU branch alone (with the unused XLA program
-    traced too, a ranking model of 8 items with tied orders took 1.4-1.5 s instead of 0.1-0.2 s
-    to compile for numpyro: ``benchmarks/bench_jax_trace.py``). Lowering for another platform
+    the CPU: :func:`on_platform` then traces the CPU branch alone (tracing the unused XLA program
+    too multiplies the compile time of a ranking model with tied orders for numpyro:
+    ``benchmarks/bench_jax_trace.py``). Lowering for another platform
     from such a process (``jax.export`` with ``platforms=``) needs :func:`xla_only`."""
     from jax.extend.backend import backends
 
