@@ -81,7 +81,7 @@ def house_matrices(data_root):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     from matching_house import split_features
 
-    from pm_perm.matching import load_house
+    from pm_perm.datasets.cmu_house import load_house
     from pm_perm.matching.model import no_learning_theta
 
     _, scf = load_house(data_root)
@@ -115,7 +115,7 @@ def house_fits(data_root):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     from matching_house import split_features
 
-    from pm_perm.matching import load_house
+    from pm_perm.datasets.cmu_house import load_house
     from pm_perm.matching.model import feature_scale, fit_map, hamming_error, predict
 
     _, scf = load_house(data_root)

@@ -106,8 +106,8 @@ def matching(repeats):
 
 
 def letor(repeats, data_root):
+    from pm_perm.datasets.mq2008 import load_mq2008_fold
     from pm_perm.learning_to_rank import ordinal, rankmatch
-    from pm_perm.learning_to_rank.data import load_mq2008_fold
 
     train, valid, _ = load_mq2008_fold(1, data_root)
 
