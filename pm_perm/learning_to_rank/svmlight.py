@@ -156,9 +156,13 @@ def _parse_tokens(path, zero_based, needs_qid):
             raise _Unreadable("a line has no qid: field")
         lengths.append(len(rest))
         feats.extend(rest)
-    if any(t.count(b":") != 1 for t in feats):
+    joined = b" ".join(feats)
+    chars = np.frombuffer(joined, dtype=np.uint8)
+    token_of_colon = np.searchsorted(np.flatnonzero(chars == ord(" ")),
+                                     np.flatnonzero(chars == ord(":")))
+    if not np.array_equal(token_of_colon, np.arange(len(feats))):  # one colon per token
         raise _Unreadable("a feature is not <id>:<value>")
-    pairs = b" ".join(feats).replace(b":", b" ").split()
+    pairs = joined.replace(b":", b" ").split()
     if len(pairs) != 2 * len(feats):
         raise _Unreadable("a feature id or value is empty")
     ids = np.array(pairs[0::2], dtype=bytes).astype(np.int64)
