@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from pm_perm.preferences import models as rmod
-from pm_perm.preferences.data import read_preflib
+from pm_perm.preferences.preflib import read_preflib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _outputs import check_output  # noqa: E402

@@ -73,7 +73,7 @@ def test_console_command_in_empty_venv(tmp_path):
     def rankings_and_help():
         # the ranking-data command with its default model (full) on a PrefLib file of partial
         # ballots (about 20 s of CPU on empty caches), then the help texts (4 s each: imports)
-        from pm_perm.preferences.data import write_preflib
+        from pm_perm.preferences.preflib import write_preflib
         from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
 
         ballots = simulate_rankings(300, logits=rank_one_logits([2.0, 1.0, 0.0, -1.0]),
