@@ -41,6 +41,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from pm_perm.datasets import data_home  # noqa: E402
 from pm_perm.kernels.bethe import BetheConvergenceError, _bp, _cccp, bethe_core  # noqa: E402
 
 TOL = 1e-9
@@ -139,8 +140,7 @@ def house_fits(data_root):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-root", default=str(Path(__file__).resolve().parents[2] / "shared"
-                                              / "data"))
+    p.add_argument("--data-root", default=str(data_home()))
     p.add_argument("--house-fits", action="store_true",
                    help="run Bethe MAP fits of the house matcher instead")
     args = p.parse_args(argv)
