@@ -12,16 +12,16 @@ Examples
     pm-perm learn-to-rank --mq2008-fold 1 --model ordinal --hinge-knots 4
 
 The test split's NDCG@1..10, P@1..10 and MAP are printed (mean over queries, conventions of
-:mod:`pm_perm.learning_to_rank.metrics`). With ``--fit nuts`` each metric is computed per posterior
-draw
-and printed as posterior mean and 90% interval, with an ArviZ summary (r_hat, ESS) of theta.
-Models: ``rankmatch`` (:class:`pm_perm.learning_to_rank.rankmatch.RankMatch`), ``ordinal`` (the
-ordinal
-n-choose-k ranker on whole query lists, :class:`pm_perm.learning_to_rank.ordinal.OrdinalRanker`) and
-``ridge``, a linear pointwise baseline (ridge regression on the labels, penalty chosen on the
-validation split). ``--hinge-knots K`` makes any of them an additive piecewise-linear model
-of the features (:class:`pm_perm.learning_to_rank.features.HingeBasis`, fitted on the training
-split).
+:mod:`pm_perm.learning_to_rank.metrics`). With ``--fit nuts`` each metric is computed per
+posterior draw and printed as posterior mean and 90% interval, with an ArviZ summary (r_hat,
+ESS) of theta. Models: ``rankmatch`` (:class:`pm_perm.learning_to_rank.rankmatch.RankMatch`),
+``ordinal`` (the ordinal n-choose-k ranker on whole query lists,
+:class:`pm_perm.learning_to_rank.ordinal.OrdinalRanker`) and ``ridge``, a linear pointwise
+baseline (:func:`pm_perm.learning_to_rank.baselines.fit_ridge`: ridge regression on the labels,
+penalty chosen on the validation split). ``--hinge-knots K`` makes any of them an additive
+piecewise-linear model of the features (:class:`pm_perm.learning_to_rank.features.HingeBasis`,
+fitted on the training split). ``--mq2008-fold K`` reads the shared data folder
+(:func:`pm_perm.datasets.data_home`, or ``--data-root``).
 """
 
 from __future__ import annotations
