@@ -65,10 +65,10 @@ def check_output(parser, option, path, inputs=()):
 def mq2008_inputs(data_root):
     """The MQ2008 files under ``data_root`` (which no output may be); none if the folder is
     missing (loading a fold then fails with its own message)."""
-    from pm_perm.learning_to_rank.data import _mq2008_folder
+    from pm_perm.datasets.mq2008 import mq2008_folder
 
     try:
-        return sorted(_mq2008_folder(data_root).glob("Fold*/*.txt"))
+        return sorted(mq2008_folder(data_root).glob("Fold*/*.txt"))
     except FileNotFoundError:
         return []
 

@@ -41,6 +41,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from pm_perm.datasets import data_home  # noqa: E402
 from pm_perm.kernels.bethe import BetheConvergenceError, _bp, _cccp, bethe_core  # noqa: E402
 
 TOL = 1e-9
@@ -81,7 +82,7 @@ def house_matrices(data_root):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     from matching_house import split_features
 
-    from pm_perm.matching import load_house
+    from pm_perm.datasets.cmu_house import load_house
     from pm_perm.matching.model import no_learning_theta
 
     _, scf = load_house(data_root)
@@ -115,7 +116,7 @@ def house_fits(data_root):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
     from matching_house import split_features
 
-    from pm_perm.matching import load_house
+    from pm_perm.datasets.cmu_house import load_house
     from pm_perm.matching.model import feature_scale, fit_map, hamming_error, predict
 
     _, scf = load_house(data_root)
@@ -139,8 +140,7 @@ def house_fits(data_root):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-root", default=str(Path(__file__).resolve().parents[2] / "shared"
-                                              / "data"))
+    p.add_argument("--data-root", default=str(data_home()))
     p.add_argument("--house-fits", action="store_true",
                    help="run Bethe MAP fits of the house matcher instead")
     args = p.parse_args(argv)

@@ -40,6 +40,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import best_time  # noqa: E402
 
+from pm_perm.datasets import data_home  # noqa: E402
+
 
 def _blocking(*fns):
     """Calls that wait for the result (JAX dispatches asynchronously)."""
@@ -94,8 +96,7 @@ def kernels(max_m):
             [rng.normal(size=D), np.int64(D // 10)], 10)
 
 
-MEATH = (Path(__file__).resolve().parents[2] / "shared" / "data" / "preflib" / "irish"
-         / "00001-00000003.soi")
+MEATH = data_home() / "preflib" / "irish" / "00001-00000003.soi"
 
 
 def meath_orders(path):

@@ -55,7 +55,7 @@ ADARANK_VARIANTS = {
 
 def adarank_sensitivity(folds, data_root=None, seed=0):
     """Test NDCG@1/3/5 (LETOR-4.0 discount, pessimistic ties) of AdaRank variants per fold."""
-    from pm_perm.learning_to_rank.data import load_mq2008_fold
+    from pm_perm.datasets.mq2008 import load_mq2008_fold
 
     out = {v: [] for v in ADARANK_VARIANTS}
     for fold in folds:
@@ -69,7 +69,7 @@ def adarank_sensitivity(folds, data_root=None, seed=0):
 
 def run_fold(fold, models, data_root=None, seed=0):
     from pm_perm.cli.learning_to_rank import fit_and_evaluate
-    from pm_perm.learning_to_rank.data import load_mq2008_fold
+    from pm_perm.datasets.mq2008 import load_mq2008_fold
 
     train, valid, test = load_mq2008_fold(fold, data_root)
     out = {}

@@ -38,8 +38,9 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import best_time  # noqa: E402
 
-MEATH = (Path(__file__).resolve().parents[2] / "shared" / "data" / "preflib" / "irish"
-         / "00001-00000003.soi")
+from pm_perm.datasets import data_home  # noqa: E402
+
+MEATH = data_home() / "preflib" / "irish" / "00001-00000003.soi"
 
 
 def read_current_preflib(path):

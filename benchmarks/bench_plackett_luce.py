@@ -34,11 +34,12 @@ import pytensor.tensor as pt
 from _harness import best_time  # benchmarks/_harness.py
 
 import pm_perm
+from pm_perm.datasets import data_home
 from pm_perm.kernels.plackett_luce import plackett_luce_loglik_and_grad, sample_plackett_luce
 from pm_perm.ops.plackett_luce import plackett_luce_loglik_sum
 from pm_perm.preferences import RankingData, read_preflib
 
-ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"
+ROOT = data_home()
 MEATH = "preflib/irish/00001-00000003.soi"
 APA98 = "preflib/apa/ED-00028-00000001.soi"
 

@@ -7,7 +7,7 @@ Run::
 
 (``--folds 1`` for a quick run; ``--lbfgs-memory 10 50`` fits RankMatch and ordinal once per
 L-BFGS-B memory, side by side). Every model sees the same train / validation / test splits of
-each fold (LETOR 4.0 rotation rebuilt by :func:`pm_perm.learning_to_rank.data.load_mq2008_fold`),
+each fold (LETOR 4.0 rotation rebuilt by :func:`pm_perm.datasets.mq2008.load_mq2008_fold`),
 and
 every setting is chosen on the fold's validation split by NDCG@5 (standard discount,
 pessimistic ties):
@@ -50,7 +50,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from pm_perm.cli.learning_to_rank import fit_and_evaluate  # noqa: E402
-from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
+from pm_perm.datasets.mq2008 import load_mq2008_fold  # noqa: E402
 from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -36,7 +36,7 @@ import numpy as np
 
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
-from pm_perm.preferences.data import read_preflib
+from pm_perm.preferences.preflib import read_preflib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import check_output  # noqa: E402

@@ -97,7 +97,7 @@ import pymc as pm  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 from scipy.optimize import minimize_scalar  # noqa: E402
 
-from pm_perm.cli.learning_to_rank import _fit_ridge  # noqa: E402
+from pm_perm.datasets.mq2008 import load_mq2008_fold  # noqa: E402
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK  # noqa: E402
 from pm_perm.inference import (  # noqa: E402
     CompiledMAP,
@@ -105,7 +105,7 @@ from pm_perm.inference import (  # noqa: E402
     map_path,
     negative_hessian,
 )
-from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
+from pm_perm.learning_to_rank.baselines import fit_ridge  # noqa: E402
 from pm_perm.learning_to_rank.features import HingeBasis  # noqa: E402
 from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
 from pm_perm.learning_to_rank.ordinal import OrdinalRanker, ordinal_model, pad_queries  # noqa: E402
@@ -178,7 +178,7 @@ def gaussian_prior_model(padded, sigma_name, sigma, mu=0.0):
 def ordinal_ridge_prior(train, valid):
     """Prior centred on the ML multiple of the ridge weights; scale by validation NDCG@5."""
     padded = pad_queries(train)
-    w = _fit_ridge(train, valid)[0].coef_
+    w = fit_ridge(train, valid).coef
     flat = ordinal_model(padded, prior_sigma=1e8)
     lik = flat.compile_logp(vars=flat.observed_RVs)
     res = minimize_scalar(lambda la: -lik({"theta": np.exp(la) * w}), bounds=(-10.0, 10.0),

@@ -50,6 +50,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pm_perm._io import save_figure, write_json  # noqa: E402
+from pm_perm.datasets import data_home  # noqa: E402
+from pm_perm.datasets.cmu_house import house_pairs, load_house  # noqa: E402
 from pm_perm.matching import (  # noqa: E402
     baseline_prior_mean,
     edge_features,
@@ -57,20 +59,18 @@ from pm_perm.matching import (  # noqa: E402
     fit_map,
     fit_max_margin,
     hamming_error,
-    house_pairs,
-    load_house,
     no_learning_theta,
     predict,
     sub_matchings,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = data_home()
 SIGMAS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0)
 LAMBDAS = (1000.0, 100.0, 10.0, 1.0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 
 
 def split_features(data, scf, gap, split, points=None):
-    frames = house_pairs(data, gap, split) - 1
+    frames = house_pairs(gap, split, data) - 1
     if points is None:
         x = edge_features(scf[frames[:, 0]], scf[frames[:, 1]])
     else:

@@ -58,6 +58,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pm_perm._io import save_figure, write_json  # noqa: E402
+from pm_perm.datasets import data_home  # noqa: E402
+from pm_perm.datasets.mpeg7 import load_mpeg7_contour  # noqa: E402
 from pm_perm.inference import laplace_whitening  # noqa: E402
 from pm_perm.matching import (  # noqa: E402
     calibration_table,
@@ -67,7 +69,6 @@ from pm_perm.matching import (  # noqa: E402
     fit_max_margin,
     fit_nuts,
     hamming_error,
-    load_mpeg7_contour,
     make_silhouette_pairs,
     matching_model,
     no_learning_theta,
@@ -77,7 +78,7 @@ from pm_perm.matching import (  # noqa: E402
     sub_matchings,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = data_home()
 SIGMAS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0)
 LAMBDAS = (1000.0, 100.0, 10.0, 1.0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
 FEATURE_SETS = ("sc", "sc+pos")
@@ -259,7 +260,7 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
-    contour = load_mpeg7_contour(args.data, "horse", 0)
+    contour = load_mpeg7_contour("horse", 0, args.data)
     n_max = max(args.sizes + [args.nuts_pairs])
     _, splits = make_silhouette_pairs(
         contour, n_points=20, n_copies=200, shear=0.5, noise=0.02, seed=args.seed,

@@ -50,8 +50,8 @@ import numpy as np  # noqa: E402
 from scipy.optimize import linear_sum_assignment  # noqa: E402
 
 from pm_perm._io import save_figure, write_json  # noqa: E402
+from pm_perm.datasets.mq2008 import load_mq2008_fold  # noqa: E402
 from pm_perm.inference import map_path  # noqa: E402
-from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
 from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
 from pm_perm.learning_to_rank.rankmatch import (  # noqa: E402
     position_weights,

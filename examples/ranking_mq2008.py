@@ -5,7 +5,7 @@ Usage::
     python examples/ranking_mq2008.py --folds 1 2 3 4 5 --subset-sizes 3 5 --json mq2008.json
 
 Every model sees the same train / validation / test splits (LETOR 4.0 rotation rebuilt by
-:func:`pm_perm.learning_to_rank.data.load_mq2008_fold`); settings (RankMatch prior scale, ridge
+:func:`pm_perm.datasets.mq2008.load_mq2008_fold`); settings (RankMatch prior scale, ridge
 penalty)
 are chosen on validation NDCG@5. Test metrics are printed per fold and as the mean over the
 folds run, with NDCG under both conventions of :mod:`pm_perm.learning_to_rank.metrics` (``letor4``
@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 from pm_perm._io import write_json  # noqa: E402
 from pm_perm.cli.learning_to_rank import fit_and_evaluate  # noqa: E402
-from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
+from pm_perm.datasets.mq2008 import load_mq2008_fold  # noqa: E402
 from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
 
 # LETOR 4.0 official baselines on MQ2008, mean of 5 folds (../shared/data/README.md)

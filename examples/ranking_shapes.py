@@ -31,7 +31,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from pm_perm._io import save_figure  # noqa: E402
-from pm_perm.learning_to_rank.data import load_mq2008_fold  # noqa: E402
+from pm_perm.datasets.mq2008 import load_mq2008_fold  # noqa: E402
 from pm_perm.learning_to_rank.features import HingeBasis  # noqa: E402
 from pm_perm.learning_to_rank.metrics import evaluate_ranking  # noqa: E402
 from pm_perm.learning_to_rank.ordinal import OrdinalRanker  # noqa: E402

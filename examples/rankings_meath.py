@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from pm_perm._io import save_figure
+from pm_perm.datasets import data_home
 from pm_perm.preferences import analysis, models, plots, posterior
-from pm_perm.preferences.data import read_preflib
+from pm_perm.preferences.preflib import read_preflib
 
 ROOT = Path(__file__).resolve().parents[1]
-MEATH = ROOT.parent / "shared" / "data" / "preflib" / "irish" / "00001-00000003.soi"
+MEATH = data_home() / "preflib" / "irish" / "00001-00000003.soi"
 
 
 def main(argv=None):

@@ -63,7 +63,8 @@ def accuracies(params, X, y):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("dataset", choices=sorted(GRIDS))
-    p.add_argument("--data-dir", default=str(Path(__file__).resolve().parents[2] / "shared/data"))
+    p.add_argument("--data-dir", default=None,
+                   help="shared data folder (default: $PM_PERM_DATA, else ../shared/data)")
     p.add_argument("--seed", type=int, default=0, help="split / data-set seed")
     p.add_argument("--maxiter", type=int, default=200)
     p.add_argument("--out", default="outputs/topk")

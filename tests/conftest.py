@@ -49,8 +49,10 @@ os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 "
 # (pm_perm/_modes.py; FAST_COMPILE would also drop rewrites a user's graph gets). Imported after
 # XLA_FLAGS is set.
 from pm_perm._modes import PYTHON_MODE as PY_MODE  # noqa: E402
+from pm_perm.datasets import DATA_ENV, data_home  # noqa: E402
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# the shared data folder: $PM_PERM_DATA, else ../shared/data beside the repository
+SHARED_DATA = data_home()
 
 # Under pytest-xdist (scripts/test.sh runs `--dist loadfile`) each test file is one unit of work,
 # run by one worker (the docs pages one unit each): tests/_xdist_units.py.
@@ -116,7 +118,9 @@ def _pytensor_backend(request):
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """Path to ``../shared/data``; skips the test with a clear message when it is absent."""
+    """Path to the shared data folder (``$PM_PERM_DATA``, else ``../shared/data``); skips the
+    test with a clear message when it is absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data folder not found at {SHARED_DATA} (needs ../shared/data)")
+        pytest.skip(f"shared data folder not found at {SHARED_DATA} (set {DATA_ENV} or put it "
+                    "at ../shared/data)")
     return SHARED_DATA

@@ -57,11 +57,12 @@ def test_console_command_in_empty_venv(tmp_path):
         pytest.fail(f"{env_dir}: no environment made by scripts/empty_venv.sh (see its output "
                     "above)")
     # only the declared dependencies: no test or bench extras leaked in
+    # (scikit-learn is an extra: the LETOR reader and the ridge baseline need NumPy only)
     code = ("import importlib.util as u; "
-            "print(*(u.find_spec(m) is None for m in ('pytest', 'thewalrus')))")
+            "print(*(u.find_spec(m) is None for m in ('pytest', 'thewalrus', 'sklearn')))")
     probe = subprocess.run([python, "-c", code], check=True, env=env, capture_output=True,
                            text=True)
-    assert probe.stdout.split() == ["True", "True"]
+    assert probe.stdout.split() == ["True", "True", "True"]
 
     exe = env_dir / "bin" / "pm-perm"
 
@@ -72,7 +73,7 @@ def test_console_command_in_empty_venv(tmp_path):
     def rankings_and_help():
         # the ranking-data command with its default model (full) on a PrefLib file of partial
         # ballots (about 20 s of CPU on empty caches), then the help texts (4 s each: imports)
-        from pm_perm.preferences.data import write_preflib
+        from pm_perm.preferences.preflib import write_preflib
         from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
 
         ballots = simulate_rankings(300, logits=rank_one_logits([2.0, 1.0, 0.0, -1.0]),

@@ -12,16 +12,16 @@ Examples
     pm-perm learn-to-rank --mq2008-fold 1 --model ordinal --hinge-knots 4
 
 The test split's NDCG@1..10, P@1..10 and MAP are printed (mean over queries, conventions of
-:mod:`pm_perm.learning_to_rank.metrics`). With ``--fit nuts`` each metric is computed per posterior
-draw
-and printed as posterior mean and 90% interval, with an ArviZ summary (r_hat, ESS) of theta.
-Models: ``rankmatch`` (:class:`pm_perm.learning_to_rank.rankmatch.RankMatch`), ``ordinal`` (the
-ordinal
-n-choose-k ranker on whole query lists, :class:`pm_perm.learning_to_rank.ordinal.OrdinalRanker`) and
-``ridge``, a linear pointwise baseline (ridge regression on the labels, penalty chosen on the
-validation split). ``--hinge-knots K`` makes any of them an additive piecewise-linear model
-of the features (:class:`pm_perm.learning_to_rank.features.HingeBasis`, fitted on the training
-split).
+:mod:`pm_perm.learning_to_rank.metrics`). With ``--fit nuts`` each metric is computed per
+posterior draw and printed as posterior mean and 90% interval, with an ArviZ summary (r_hat,
+ESS) of theta. Models: ``rankmatch`` (:class:`pm_perm.learning_to_rank.rankmatch.RankMatch`),
+``ordinal`` (the ordinal n-choose-k ranker on whole query lists,
+:class:`pm_perm.learning_to_rank.ordinal.OrdinalRanker`) and ``ridge``, a linear pointwise
+baseline (:func:`pm_perm.learning_to_rank.baselines.fit_ridge`: ridge regression on the labels,
+penalty chosen on the validation split). ``--hinge-knots K`` makes any of them an additive
+piecewise-linear model of the features (:class:`pm_perm.learning_to_rank.features.HingeBasis`,
+fitted on the training split). ``--mq2008-fold K`` reads the shared data folder
+(:func:`pm_perm.datasets.data_home`, or ``--data-root``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ __all__ = [
 ]
 
 KS = tuple(range(1, 11))
-RIDGE_ALPHAS = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
 
 
 def add_parser(subparsers):
@@ -77,7 +76,7 @@ def add_parser(subparsers):
     data.add_argument("--mq2008-fold", type=int, metavar="K", help="use MQ2008 fold K (1-5) "
                       "instead of files")
     data.add_argument("--data-root", metavar="DIR", help="folder holding MQ2008_LETOR4 "
-                      "(default: ../shared/data next to the repository)")
+                      "(default: $PM_PERM_DATA, else ../shared/data next to the repository)")
     data.add_argument("--query-norm", action="store_true", help="min-max scale features within "
                       "each query (LETOR QueryLevelNorm)")
     model = p.add_argument_group("model")
@@ -194,10 +193,10 @@ def input_files(args):
     from pathlib import Path
 
     if args.mq2008_fold is not None:
-        from pm_perm.learning_to_rank.data import _mq2008_folder
+        from pm_perm.datasets.mq2008 import mq2008_folder
 
         try:
-            base = _mq2008_folder(args.data_root)
+            base = mq2008_folder(args.data_root)
         except FileNotFoundError:
             return []
         return [base / f"Fold{k}" / "test.txt" for k in range(1, 6)] + [
@@ -218,7 +217,8 @@ def load_splits(args):
     (recorded in the result's ``warnings``); a shared qid alone does not, since files numbered
     independently reuse qids for other queries.
     """
-    from pm_perm.learning_to_rank.data import load_mq2008_fold, read_letor, read_lightgbm
+    from pm_perm.datasets.mq2008 import load_mq2008_fold
+    from pm_perm.learning_to_rank.data import read_letor, read_lightgbm
 
     if args.mq2008_fold is not None:
         if args.train or args.valid or args.test:
@@ -323,9 +323,11 @@ def fit_and_evaluate(train, valid, test, *, model="rankmatch", fit="map", subset
     if model == "ridge":
         if fit != "map":
             raise ValueError("the ridge baseline is a point estimate: use --fit map")
-        reg, alpha = _fit_ridge(train, valid)
-        scores = reg.predict(test.X)
-        result["ridge_alpha"] = alpha
+        from pm_perm.learning_to_rank.baselines import fit_ridge
+
+        ridge = fit_ridge(train, valid)
+        scores = ridge.predict(test.X)
+        result["ridge_alpha"] = ridge.alpha
     elif model in ("rankmatch", "ordinal"):
         sigmas = {"prior_sigmas": prior_sigmas} if prior_sigmas else {}
         if model == "rankmatch":
@@ -492,24 +494,6 @@ def format_table(result):
         row += f"            [{interval['map'][0]:.4f}, {interval['map'][1]:.4f}]"
     lines.append(row)
     return "\n".join(lines)
-
-
-def _fit_ridge(train, valid):
-    """Ridge regression on the labels; alpha chosen on validation NDCG@5 (first if none)."""
-    from sklearn.linear_model import Ridge
-
-    from pm_perm.learning_to_rank.metrics import evaluate_ranking
-
-    best = None
-    for alpha in RIDGE_ALPHAS if valid is not None else RIDGE_ALPHAS[2:3]:
-        reg = Ridge(alpha=alpha).fit(train.X, train.y)
-        score = -np.inf
-        if valid is not None:
-            score = evaluate_ranking(reg.predict(valid.X), valid.y, valid.group_ptr,
-                                     ks=(5,))["ndcg@5"]
-        if best is None or score > best[0]:
-            best = (score, alpha, reg)
-    return best[2], best[1]
 
 
 def _diagnostics(idata):

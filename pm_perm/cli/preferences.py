@@ -218,7 +218,7 @@ def run_rankings(args):
         _check_args(args)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            from pm_perm.preferences.data import read_preflib
+            from pm_perm.preferences.preflib import read_preflib
 
             data = read_preflib(args.data_file)
             if args.heldout_fraction > 0:

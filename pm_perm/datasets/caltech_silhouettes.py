@@ -12,18 +12,22 @@ from pathlib import Path
 
 import numpy as np
 
+from pm_perm.datasets import data_home, not_found
+
+__all__ = ["SPLIT_SIZES", "load_caltech101_silhouettes"]
+
 SPLIT_SIZES = (4100, 2264, 2307)
 RELATIVE_PATH = Path("shapes/caltech101_silhouettes_28/caltech101_silhouettes_28.mat")
 
 
-def load_caltech101_silhouettes(data_dir, seed=0):
+def load_caltech101_silhouettes(data_root=None, seed=0):
     """Read the silhouettes and split them at random with the published split sizes.
 
     Parameters
     ----------
-    data_dir : path-like
-        Folder containing ``shapes/caltech101_silhouettes_28/caltech101_silhouettes_28.mat``
-        (``../shared/data`` here), or the ``.mat`` file itself.
+    data_root : str or path-like, optional
+        Folder containing ``shapes/caltech101_silhouettes_28/caltech101_silhouettes_28.mat``,
+        or the ``.mat`` file itself. Default: :func:`pm_perm.datasets.data_home`.
     seed : int
         Seed of the permutation that assigns images to splits.
 
@@ -33,14 +37,18 @@ def load_caltech101_silhouettes(data_dir, seed=0):
         ``{"train": (X, y), "valid": (X, y), "test": (X, y)}``, ``X`` float64 (n, 784) in
         {0, 1}, ``y`` int64 class indices 0..100.
     classnames : list of str
+
+    Raises
+    ------
+    ValueError
+        The file is not found.
     """
     from scipy.io import loadmat
 
-    path = Path(data_dir)
-    if path.is_dir():
-        path = path / RELATIVE_PATH
+    root = data_home() if data_root is None else Path(data_root)
+    path = root if root.is_file() else root / RELATIVE_PATH
     if not path.is_file():
-        raise ValueError(f"Caltech-101 Silhouettes not found at {path}; pass ../shared/data")
+        raise ValueError(not_found("Caltech-101 Silhouettes", path))
     mat = loadmat(path)
     X = mat["X"].astype(np.float64)
     y = mat["Y"].reshape(-1).astype(np.int64) - 1

@@ -2,11 +2,10 @@
 
 A split (train, validation or test) is a :class:`RankingSplit`: a dense feature matrix, integer
 relevance labels and query boundaries ``group_ptr``, the layout
-:mod:`pm_perm.learning_to_rank.metrics`
-works on. Files are parsed by ``sklearn.datasets.load_svmlight_files`` (several files of one
-split are read together, so their feature columns agree); this module adds the checks the
-parser does not make and turns its terse errors into messages naming the file, the line and
-the fix.
+:mod:`pm_perm.learning_to_rank.metrics` works on. Lines are parsed by
+:func:`pm_perm.learning_to_rank.svmlight.read_svmlight_files` (several files of one split are
+read together, so their feature columns agree); this module checks the queries and builds the
+splits. Errors name the file, the line and the fix.
 
 Formats
     LETOR (:func:`read_letor`): ``<label> qid:<int> <id>:<value> ... [# comment]`` with the
@@ -19,8 +18,7 @@ Feature ids
     ``zero_based=True`` for files that use feature 0. Read a test split with
     ``n_features=train.n_features`` so its columns line up with the training split's.
 MQ2008 folds
-    :func:`load_mq2008_fold` rebuilds the LETOR 4.0 five-fold rotation of MQ2008 from the five
-    ``Fold*/test.txt`` files (``train.txt`` is not needed; see ``../shared/data/README.md``).
+    :func:`pm_perm.datasets.mq2008.load_mq2008_fold` reads them with :func:`read_letor`.
 """
 
 from __future__ import annotations
@@ -32,28 +30,19 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.datasets import load_svmlight_files
 
 from pm_perm.learning_to_rank.metrics import MAX_LABEL, label_above_cap
+from pm_perm.learning_to_rank.svmlight import check_data_file, read_svmlight_files
 
 __all__ = [
-    "MQ2008_N_FEATURES",
     "LetorFold",
     "RankingSplit",
-    "default_data_root",
-    "load_mq2008_fold",
     "query_level_norm",
     "read_letor",
     "read_lightgbm",
 ]
 
-#: Number of features of LETOR 4.0's MQ2007 and MQ2008.
-MQ2008_N_FEATURES = 46
-
 _SINGLE_DOC = ("raise", "drop", "keep")
-_LETOR_LINE = "'<label> qid:<query id> <feature id>:<value> ... [# comment]'"
-_LIBSVM_LINE = "'<label> <feature id>:<value> ... [# comment]'"
-_INT64 = np.iinfo(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,7 +264,7 @@ def read_letor(paths, *, n_features=None, zero_based=False, single_doc="raise", 
         Number of feature columns; by default the largest feature id in the files. Pass the
         training split's ``n_features`` when reading a validation or test split.
     zero_based : bool or "auto", default False
-        Whether feature ids start at 0 (as in ``sklearn.datasets.load_svmlight_file``).
+        Whether feature ids start at 0; ``"auto"``: one-based unless a file uses feature 0.
     single_doc : {"raise", "drop", "keep"}, default "raise"
         What to do with queries that have a single document (they carry no ranking
         information): raise a ``ValueError`` giving their number, drop them (counted in
@@ -300,16 +289,15 @@ def read_letor(paths, *, n_features=None, zero_based=False, single_doc="raise", 
 
     Notes
     -----
-    Parsing is ``sklearn.datasets.load_svmlight_files(..., query_id=True)``; the sparse
-    result is densified, so memory is 8 n_docs n_features bytes.
+    Parsing is :func:`~pm_perm.learning_to_rank.svmlight.read_svmlight_files`; memory is 8
+    n_docs n_features bytes.
     """
     files = _as_paths(paths)
     _check_single_doc(single_doc)
-    blocks = _load(files, n_features, zero_based, query_id=True)
+    blocks = read_svmlight_files(files, n_features=n_features, zero_based=zero_based,
+                                 query_id=True)
     parts = []
     for path, (X, y, q) in zip(files, blocks, strict=True):
-        if q.shape[0] != y.shape[0]:
-            raise ValueError(_describe_bad_line(path, zero_based, needs_qid=True))
         ptr, qids = _groups_from_qids(q, path)
         parts.append((X, y, ptr, qids, path))
     return _finish(parts, single_doc, query_norm)
@@ -358,7 +346,7 @@ def read_lightgbm(
                 f"group_paths must give one group file per data file: got {len(groups)} "
                 f"group files for {len(files)} data files"
             )
-    blocks = _load(files, n_features, zero_based, query_id=False)
+    blocks = read_svmlight_files(files, n_features=n_features, zero_based=zero_based)
     parts = []
     for path, gpath, (X, y) in zip(files, groups, blocks, strict=True):
         sizes = _read_group_sizes(gpath, path, y.shape[0])
@@ -372,88 +360,7 @@ def read_lightgbm(
     return _finish(parts, single_doc, query_norm)
 
 
-def default_data_root() -> Path:
-    """``../shared/data`` next to the repository this module sits in (may not exist)."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
-
-
-def load_mq2008_fold(fold, data_root=None, *, single_doc="raise", query_norm=False):
-    """Train, validation and test splits of MQ2008 fold ``fold``, rebuilt from its test files.
-
-    LETOR 4.0's five folds rotate five disjoint query subsets; ``Fold{k}/test.txt`` is one of
-    them and ``vali(Fold k) == test(Fold k-1)`` (cyclically). Hence ``train(Fold k)`` is the
-    concatenation of ``test(Fold k+1)``, ``test(Fold k+2)`` and ``test(Fold k+3)`` (indices mod
-    5), the order of LETOR's rotation (Fold 1 trains on subsets S1 S2 S3, validates on S4 and
-    tests on S5). The validation file is checked against ``test(Fold k-1)``.
-
-    Parameters
-    ----------
-    fold : int
-        1 to 5.
-    data_root : str or path-like, optional
-        The shared data folder holding ``MQ2008_LETOR4/MQ2008/Fold1..5`` (or that ``MQ2008``
-        folder itself). Default: :func:`default_data_root`, ``../shared/data`` next to the
-        repository.
-    single_doc, query_norm
-        As in :func:`read_letor` (MQ2008 has no single-document query).
-
-    Returns
-    -------
-    LetorFold
-        ``(train, valid, test)``; the five subsets hold 784 queries and 15,211 documents with
-        46 features and labels 0, 1, 2.
-
-    Raises
-    ------
-    FileNotFoundError
-        The data folder or a fold file is missing.
-    ValueError
-        A bad ``fold``, or a folder that does not follow the LETOR rotation.
-
-    References
-    ----------
-    Qin, T. & Liu, T.-Y. (2013). Introducing LETOR 4.0 Datasets. arXiv:1306.2597.
-    """
-    if isinstance(fold, bool) or not isinstance(fold, int | np.integer) or not 1 <= fold <= 5:
-        raise ValueError(f"fold must be an integer from 1 to 5, got {fold!r}")
-    base = _mq2008_folder(data_root)
-
-    def test_file(k):
-        return base / f"Fold{(k - 1) % 5 + 1}" / "test.txt"
-
-    opts = {"n_features": MQ2008_N_FEATURES, "single_doc": single_doc, "query_norm": query_norm}
-    train = read_letor([test_file(fold + i) for i in (1, 2, 3)], **opts)
-    valid = read_letor(base / f"Fold{fold}" / "vali.txt", **opts)
-    test = read_letor(test_file(fold), **opts)
-    previous = read_letor(test_file(fold - 1), **opts)
-    if not (
-        np.array_equal(valid.qids, previous.qids)
-        and np.array_equal(valid.group_ptr, previous.group_ptr)
-        and np.array_equal(valid.y, previous.y)
-        and np.array_equal(valid.X, previous.X)
-    ):
-        raise ValueError(
-            f"{base / f'Fold{fold}' / 'vali.txt'} differs from {test_file(fold - 1)}: the folder "
-            "does not follow the LETOR 4.0 rotation, so the training split cannot be rebuilt"
-        )
-    seen = np.concatenate([train.qids, valid.qids, test.qids])
-    if np.unique(seen).size != seen.size:
-        raise ValueError(f"the five test files under {base} share queries; they must be disjoint")
-    return LetorFold(train, valid, test)
-
-
 # ------------------------------------------------------------------------------ helpers
-
-
-def _mq2008_folder(data_root):
-    root = Path(data_root) if data_root is not None else default_data_root()
-    for base in (root / "MQ2008_LETOR4" / "MQ2008", root / "MQ2008", root):
-        if all((base / f"Fold{k}" / "test.txt").is_file() for k in range(1, 6)):
-            return base
-    raise FileNotFoundError(
-        f"MQ2008 not found under {root}: expected MQ2008_LETOR4/MQ2008/Fold1..5/test.txt "
-        "(pass data_root= the folder that holds MQ2008_LETOR4)"
-    )
 
 
 def _as_paths(paths):
@@ -468,105 +375,6 @@ def _as_paths(paths):
 def _check_single_doc(single_doc):
     if single_doc not in _SINGLE_DOC:
         raise ValueError(f"single_doc must be one of {_SINGLE_DOC}, got {single_doc!r}")
-
-
-#: Largest magnitude of a feature value: products and squares (standardisation) stay finite.
-MAX_FEATURE_ABS = 1e100
-
-
-def _check_extremes(f, X, y):
-    """Reject legal-looking but unusable values with the file and line: relevance grades above
-    ``MAX_LABEL``, features beyond ``MAX_FEATURE_ABS``, and feature ids so large that the dense
-    feature matrix would exceed the memory budget (``PM_PERM_MEMORY_BUDGET``, default 2 GiB)."""
-    from pm_perm._memory import format_bytes, memory_budget
-
-    if y.size and y.max() > MAX_LABEL:
-        line = _line_number(f, int(np.argmax(y)))
-        raise ValueError(f"{f}:{line}: " + label_above_cap(f"{y.max():g}"))
-    if X.nnz:
-        big = np.abs(X.data) > MAX_FEATURE_ABS
-        if big.any():
-            row = int(np.searchsorted(X.indptr, np.flatnonzero(big)[0], side="right") - 1)
-            raise ValueError(
-                f"{f}:{_line_number(f, row)}: a feature value of magnitude "
-                f"{np.abs(X.data[big]).max():.3g} is above {MAX_FEATURE_ABS:g}; rescale that "
-                "feature (e.g. log-transform it)"
-            )
-    need = 8 * X.shape[0] * X.shape[1]
-    if need > memory_budget():
-        col = X.indices.max() if X.nnz else 0
-        row = int(np.searchsorted(X.indptr, int(np.argmax(X.indices)), side="right") - 1)
-        raise ValueError(
-            f"{f}:{_line_number(f, row)}: feature id {col + 1} makes the dense feature matrix "
-            f"{X.shape[0]} x {X.shape[1]} ({format_bytes(need)}) exceed the memory budget "
-            f"({format_bytes(memory_budget())}, PM_PERM_MEMORY_BUDGET); renumber the "
-            "features densely (1..n_features)"
-        )
-
-
-def _line_number(path, row):
-    """1-based line of ``path`` holding data row ``row`` (blank and comment lines skipped)."""
-    seen = -1
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if raw.split(b"#", 1)[0].strip():
-                seen += 1
-                if seen == row:
-                    return lineno
-    return "?"
-
-
-def check_data_file(f, what="data file"):
-    """Raise a clear error unless ``f`` is a readable regular file (directory, missing, other)."""
-    f = Path(f)
-    if f.is_dir():
-        raise IsADirectoryError(f"{what} {f} is a directory, not a file: pass the file(s) "
-                                "inside it (e.g. its train.txt)")
-    if not f.exists():
-        raise FileNotFoundError(f"{what} not found: {f}")
-    if not f.is_file():
-        raise ValueError(f"{what} {f} is not a regular file")
-
-
-def _load(files, n_features, zero_based, query_id):
-    """Parse all files of a split together; per file ``(X dense, y int64[, qid])``."""
-    if n_features is not None and (
-        isinstance(n_features, bool) or not isinstance(n_features, int | np.integer)
-        or n_features < 1
-    ):
-        raise ValueError(
-            f"n_features must be a positive integer (the number of feature columns, e.g. "
-            f"train.n_features) or None, got {n_features!r}"
-        )
-    for f in files:
-        check_data_file(f)
-    try:
-        flat = load_svmlight_files(
-            [str(f) for f in files],
-            n_features=n_features,
-            dtype=np.float64,
-            zero_based=zero_based,
-            query_id=query_id,
-        )
-    except (ValueError, OverflowError) as err:
-        for f in files:
-            bad = _first_bad_line(f, zero_based, needs_qid=query_id, n_features=n_features)
-            if bad is not None:
-                raise ValueError(bad) from err
-        raise ValueError(f"could not read {', '.join(map(str, files))}: {err}") from err
-    width = 3 if query_id else 2
-    blocks = []
-    for i, f in enumerate(files):
-        X, y, *rest = flat[width * i : width * (i + 1)]
-        if y.shape[0] == 0:
-            raise ValueError(f"{f} holds no data line")
-        _check_extremes(f, X, y)
-        X = X.toarray()
-        if not (np.all(np.isfinite(X)) and np.all(y >= 0) and np.all(y == np.floor(y))):
-            bad = _first_bad_line(f, zero_based, needs_qid=query_id)
-            raise ValueError(bad or f"{f}: NaN/infinite features or non-integer labels")
-        blocks.append((X, y.astype(np.int64), *rest))
-    return blocks
 
 
 def _groups_from_qids(q, path):
@@ -658,80 +466,3 @@ def _finish(parts, single_doc, query_norm):
     if query_norm:
         X = query_level_norm(X, ptr)
     return RankingSplit(X=X, y=y, group_ptr=ptr, qids=qids, n_dropped_queries=n_dropped)
-
-
-def _first_bad_line(path, zero_based, *, needs_qid, n_features=None):
-    """Message for the first line of ``path`` that is not a valid data line, or None.
-
-    Only called after the parser failed (or lines lack ``qid:``), to point at the culprit.
-    """
-    expected = _LETOR_LINE if needs_qid else _LIBSVM_LINE
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            tokens = raw.split(b"#", 1)[0].split()
-            if not tokens:
-                continue
-            reason = _line_problem(tokens, needs_qid, n_features, zero_based)
-            if reason is not None:
-                shown = raw.decode("utf-8", "replace").rstrip()
-                if len(shown) > 80:
-                    shown = shown[:77] + "..."
-                return f"{path}:{lineno}: {reason}; expected {expected}. The line reads: {shown!r}"
-    return None
-
-
-def _line_problem(tokens, needs_qid, n_features, zero_based):
-    label = tokens[0].decode(errors="replace")
-    try:
-        grade = float(label)
-    except ValueError:
-        return f"the label {label!r} is not a number"
-    if not (np.isfinite(grade) and grade >= 0 and grade == int(grade)):
-        return f"the label {label!r} is not a non-negative integer relevance grade"
-    rest = tokens[1:]
-    if rest and rest[0].startswith(b"qid:"):
-        try:
-            qid = int(rest[0][4:])
-        except ValueError:
-            return f"{rest[0].decode(errors='replace')!r} is not qid:<integer>"
-        if not _INT64.min <= qid <= _INT64.max:
-            return f"the query id {qid} is outside the int64 range {_INT64.min}..{_INT64.max}"
-        rest = rest[1:]
-    elif needs_qid:
-        return (
-            "the line has no qid: field (LETOR files need one on every line; for LightGBM-style "
-            "files with a .query group file use read_lightgbm)"
-        )
-    previous = -1
-    for tok in rest:
-        text = tok.decode(errors="replace")
-        key, sep, value = tok.partition(b":")
-        if not sep:
-            return f"{text!r} is not <feature id>:<value>"
-        try:
-            fid = int(key)
-        except ValueError:
-            return f"the feature id in {text!r} is not an integer"
-        try:
-            finite = np.isfinite(float(value))
-        except ValueError:
-            return f"the value in {text!r} is not a number"
-        if not finite:
-            return f"the value in {text!r} is not finite"
-        if fid > _INT64.max:
-            return f"feature id {fid} is too large (at most {_INT64.max})"
-        if fid < 0 or (fid == 0 and zero_based is False):
-            hint = " (pass zero_based=True for files with feature 0)" if fid == 0 else ""
-            return f"feature id {fid} is not allowed{hint}"
-        if fid <= previous:
-            return "feature ids must be strictly increasing within a line"
-        offset = 1 if zero_based is False else 0
-        if n_features is not None and zero_based != "auto" and fid - offset >= n_features:
-            return f"feature id {fid} exceeds n_features = {n_features}"
-        previous = fid
-    return None
-
-
-def _describe_bad_line(path, zero_based, *, needs_qid):
-    bad = _first_bad_line(path, zero_based, needs_qid=needs_qid)
-    return bad if bad is not None else f"{path}: some lines have no qid: field"

@@ -1,17 +1,13 @@
-"""Learned graph matching (Petterson et al. 2009, sec. 5.2): shape-context features, the CMU
-house and silhouette data, the exponential-family model (MAP, NUTS) and max-margin baseline.
+"""Learned graph matching (Petterson et al. 2009, sec. 5.2): shape-context features, generated
+silhouette pairs, the exponential-family model (MAP, NUTS) and max-margin baseline.
 
 Modules: :mod:`~pm_perm.matching.features` (descriptors, edge features),
-:mod:`~pm_perm.matching.data` (loaders, silhouette generator), :mod:`~pm_perm.matching.model`
-(model, fits, baselines, posterior marginals, calibration).
+:mod:`~pm_perm.matching.data` (silhouette generator), :mod:`~pm_perm.matching.model`
+(model, fits, baselines, posterior marginals, calibration). The CMU house and MPEG-7 loaders are
+in :mod:`pm_perm.datasets.cmu_house` and :mod:`pm_perm.datasets.mpeg7`.
 """
 
-from pm_perm.matching.data import (
-    house_pairs,
-    load_house,
-    load_mpeg7_contour,
-    make_silhouette_pairs,
-)
+from pm_perm.matching.data import make_silhouette_pairs
 from pm_perm.matching.features import edge_features, normalized_coordinates, shape_context
 from pm_perm.matching.model import (
     MapFit,
@@ -40,9 +36,6 @@ __all__ = [
     "fit_max_margin",
     "fit_nuts",
     "hamming_error",
-    "house_pairs",
-    "load_house",
-    "load_mpeg7_contour",
     "log_likelihood",
     "make_silhouette_pairs",
     "matching_model",

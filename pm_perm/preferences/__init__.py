@@ -4,13 +4,17 @@ Value convention (rank form, ``-1`` = unranked, ties share the smallest position
 block): ``docs/guide/preferences_data.md``.
 
 The names below are imported on first use (PEP 562): ``pm-perm --help`` imports this package
-for its ``rankings`` subcommand and needs neither the reader nor numba (0.3 s) for that.
+for its ``rankings`` subcommand and needs neither the reader nor numba for that. The
+modules: :mod:`~pm_perm.preferences.data` (``RankingData``), :mod:`~pm_perm.preferences.preflib`
+(PrefLib reader and writer).
 """
 
 from pm_perm._lazy import lazy_attributes as _lazy_attributes
 
 __all__ = ["RankingData", "read_preflib", "write_preflib"]
-# the names of __all__ (from pm_perm.preferences.data) and the submodules, on first access
-__getattr__, __dir__ = _lazy_attributes(__name__, dict.fromkeys(__all__,
-                                                                "pm_perm.preferences.data"),
+# the names of __all__ (from pm_perm.preferences.data and .preflib) and the submodules, on first
+# access
+__getattr__, __dir__ = _lazy_attributes(__name__, {"RankingData": "pm_perm.preferences.data",
+                                                   "read_preflib": "pm_perm.preferences.preflib",
+                                                   "write_preflib": "pm_perm.preferences.preflib"},
                                         globals())

@@ -10,7 +10,7 @@ import pytest
 from pm_perm.cli import main
 from pm_perm.cli import preferences as rankings_cli
 from pm_perm.preferences import models as rmod
-from pm_perm.preferences.data import read_preflib, write_preflib
+from pm_perm.preferences.preflib import read_preflib, write_preflib
 from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
 from tests.preferences._brute import mixture_loglik
 
@@ -317,7 +317,7 @@ def test_nuts_end_to_end(ballots, tmp_path):
 def test_bad_settings_refused_at_parsing(ballots, tmp_path, capsys, monkeypatch, no_fit, extra,
                                          option, requirement):
     """Exit 2 with one line naming the option, before the data is read or anything fitted."""
-    from pm_perm.preferences import data as rdata
+    from pm_perm.preferences import preflib as rdata
 
     def boom(*a, **k):
         raise AssertionError("the data was read before the settings were checked")

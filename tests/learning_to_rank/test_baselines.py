@@ -131,3 +131,42 @@ def test_paired_bootstrap_interval():
     half = 1.645 / np.sqrt(2000)  # normal-theory 90% half-width
     assert lo < mean < hi
     assert abs((hi - lo) / 2 - half) < 0.15 * half
+
+
+def _ridge_split(rng, n_queries, n_features):
+    sizes = rng.integers(3, 9, size=n_queries)
+    X = rng.normal(size=(sizes.sum(), n_features)) * rng.uniform(0.1, 10, size=n_features)
+    X[:, 0] = 1.0  # a constant feature: only the intercept can use it
+    y = np.clip(np.round(X[:, 1:3].sum(1) / 5 + rng.normal(size=sizes.sum())), 0, 2)
+    return _split(X, y.astype(int), sizes)
+
+
+@pytest.mark.parametrize("n_features", [5, 60])  # fewer and more features than documents
+def test_fit_ridge_equals_scikit_learn_ridge(n_features):
+    linear_model = pytest.importorskip("sklearn.linear_model",
+                                       reason="scikit-learn's Ridge is the reference here")
+    rng = np.random.default_rng(3)
+    train = _ridge_split(rng, 8 if n_features > 40 else 30, n_features)
+    for alpha in lb.RIDGE_ALPHAS:
+        ours = lb.fit_ridge(train, train, alphas=(alpha,))
+        ref = linear_model.Ridge(alpha=alpha).fit(train.X, train.y)
+        assert ours.alpha == alpha
+        np.testing.assert_allclose(ours.coef, ref.coef_, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(ours.intercept, ref.intercept_, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(ours.predict(train.X), ref.predict(train.X), rtol=1e-8,
+                                   atol=1e-10)
+
+
+def test_fit_ridge_chooses_the_penalty_of_best_validation_ndcg():
+    from pm_perm.learning_to_rank.metrics import evaluate_ranking
+
+    rng = np.random.default_rng(4)
+    train, valid = _ridge_split(rng, 20, 6), _ridge_split(rng, 20, 6)
+    scores = [evaluate_ranking(lb.fit_ridge(train, valid, alphas=(a,)).predict(valid.X),
+                               valid.y, valid.group_ptr, ks=(5,))["ndcg@5"]
+              for a in lb.RIDGE_ALPHAS]
+    chosen = lb.fit_ridge(train, valid)
+    assert chosen.alpha == lb.RIDGE_ALPHAS[int(np.argmax(scores))]  # the first of equal ones
+    assert lb.fit_ridge(train).alpha == 1.0  # no validation split: the middle penalty
+    with pytest.raises(ValueError, match="positive"):
+        lb.fit_ridge(train, valid, alphas=(0.0,))

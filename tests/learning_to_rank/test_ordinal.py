@@ -225,7 +225,7 @@ def test_fit_nuts_posterior_is_centred_near_the_map():
 def test_mq2008_fold1_map(shared_data):
     """Fold 1 of MQ2008 at prior scale 10 (the one validation picks): measured test NDCG@5
     (LETOR-4.0 discount) 0.4607; ridge regression 0.4514."""
-    from pm_perm.learning_to_rank.data import load_mq2008_fold
+    from pm_perm.datasets.mq2008 import load_mq2008_fold
 
     train, _, test = load_mq2008_fold(1, shared_data)
     ranker = OrdinalRanker(prior_sigmas=(10.0,)).fit_map(train)

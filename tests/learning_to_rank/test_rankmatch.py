@@ -276,7 +276,7 @@ def test_fit_map_recovers_direction_and_ranks_well():
 def test_mq2008_fold1_map(shared_data):
     """Fold 1 of MQ2008 at the prior scale validation picks there (3.0); measured test NDCG@5
     (LETOR-4.0 discount) 0.4558, ridge regression 0.4514."""
-    from pm_perm.learning_to_rank.data import load_mq2008_fold
+    from pm_perm.datasets.mq2008 import load_mq2008_fold
 
     train, _, test = load_mq2008_fold(1, shared_data)
     rm = RankMatch(M=3, prior_sigmas=(3.0,), seed=0).fit_map(train)

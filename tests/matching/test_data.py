@@ -1,55 +1,10 @@
 import numpy as np
 import pytest
 
-from pm_perm.matching.data import (
-    HOUSE_GAPS,
-    MPEG7_CLASSES,
-    house_pairs,
-    load_house,
-    load_mpeg7_contour,
-    make_silhouette_pairs,
-    mpeg7_class_index,
-)
+from pm_perm.matching.data import make_silhouette_pairs
 
 CIRCLE = np.stack([np.cos(np.linspace(0, 2 * np.pi, 60, endpoint=False)),
                    np.sin(np.linspace(0, 2 * np.pi, 60, endpoint=False))], axis=1)
-
-
-@pytest.mark.data
-def test_load_house(shared_data):
-    points, scf = load_house(shared_data)
-    assert points.shape == (111, 30, 2) and scf.shape == (111, 30, 60)
-    assert np.all(np.isfinite(points))
-    # the supplied histograms count the 29 other landmarks (some fall outside the outer ring)
-    assert np.all(scf >= 0) and np.all(scf.sum(-1) <= 1 + 1e-9)
-
-
-@pytest.mark.data
-@pytest.mark.parametrize("gap", [10, 90])
-def test_house_pairs(shared_data, gap):
-    for split in ("train", "validate", "test"):
-        pairs = house_pairs(shared_data, gap, split)
-        assert pairs.ndim == 2 and pairs.shape[1] == 2 and len(pairs) > 0
-        assert np.all(pairs[:, 1] - pairs[:, 0] == gap)
-        assert pairs.min() >= 1 and pairs.max() <= 111
-
-
-def test_house_arguments():
-    with pytest.raises(ValueError, match="gap"):
-        house_pairs("nowhere", 15, "train")
-    with pytest.raises(ValueError, match="split"):
-        house_pairs("nowhere", 10, "valid")
-    with pytest.raises(ValueError, match="not found"):
-        load_house("/nonexistent-folder")
-    assert HOUSE_GAPS == (0, 10, 20, 30, 40, 50, 60, 70, 80, 90)
-
-
-@pytest.mark.data
-def test_load_mpeg7_contour(shared_data):
-    c = load_mpeg7_contour(shared_data, "horse", 3)
-    assert c.shape == (100, 2) and np.all(np.isfinite(c))
-    assert len(np.unique(c, axis=0)) == 100  # the closing duplicate is dropped
-    assert len(MPEG7_CLASSES) == 65 and mpeg7_class_index("watch", 19) == 1299
 
 
 def test_silhouette_pairs_shapes_and_truth():

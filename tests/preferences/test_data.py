@@ -1,4 +1,5 @@
-"""RankingData and the PrefLib reader/writer (pm_perm.preferences.data)."""
+"""RankingData (pm_perm.preferences.data) and the PrefLib reader/writer
+(pm_perm.preferences.preflib)."""
 
 from __future__ import annotations
 
