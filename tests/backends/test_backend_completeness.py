@@ -47,6 +47,8 @@ NOT_IN_GRAPHS = {
     "and LogPermanentAndMarginals (the props max_m, method and the runtime checks)",
     "pm_perm.ops.partial_orders._PartialOrderOp": "abstract base of the four PartialOrderLoglik* "
     "Ops (the prop max_m and the runtime checks)",
+    "pm_perm.ops.bethe._BetheOp": "abstract base of BetheLogPermanent, BetheMarginals and "
+    "BetheLogPermanentAndMarginals (the props tol and max_iter)",
 }
 
 #: Ops compiled on purpose by their parent's implementation, on both backends.
