@@ -10,7 +10,7 @@ from scipy import stats
 
 import pm_perm
 from pm_perm.kernels.plackett_luce import plackett_luce_loglik as loglik_np
-from tests.preferences._brute import every_top_k_order
+from pm_perm.reference.rankings import every_top_k_order
 
 
 def test_logp_matches_kernel_with_weights():
