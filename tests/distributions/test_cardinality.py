@@ -22,6 +22,7 @@ from pm_perm.distributions.cardinality import (
     optimal_ranking,
 )
 from pm_perm.reference import subsets as S
+from pm_perm.testing import chi_square_pvalue
 
 # Most graphs here are compiled with the Python VM, which calls the same njit kernels and
 # compiles in a fraction of the time; the numba backend is exercised by the draws in NUMBA
@@ -112,16 +113,6 @@ def test_conditional_bernoulli_gradient():
     verify_grad(f, [rng.normal(size=5)], rng=rng, mode=FAST)
 
 
-def _chisq_pvalue(draws, Y, probs):
-    codes = {tuple(y): i for i, y in enumerate(Y)}
-    counts = np.zeros(len(Y))
-    for y in draws:
-        counts[codes[tuple(y)]] += 1
-    exp = probs * len(draws)
-    assert np.all(counts[exp == 0] == 0)
-    return stats.chisquare(counts[exp > 0], exp[exp > 0]).pvalue
-
-
 # All goodness-of-fit tests: fixed seeds, 20,000 draws (expected cell counts >= 5), threshold
 # p > 1e-3, so a correct sampler fails each with probability 0.1% (if the seed were random).
 
@@ -132,7 +123,7 @@ def test_conditional_bernoulli_sampler_gof(mode):
     y = ConditionalBernoulli.dist(theta, 2)
     draws = pm.draw(y, draws=20000, random_seed=7, mode=mode)
     Y, lp = S.conditional_bernoulli_log_pmf(theta, 2)
-    assert _chisq_pvalue(draws, Y, np.exp(lp)) > 1e-3
+    assert chi_square_pvalue(draws, Y, np.exp(lp)) > 1e-3
 
 
 def test_conditional_bernoulli_batching(fast_mode):
@@ -237,7 +228,7 @@ def test_nchoosek_sampler_gof():
     pk = np.array([0.1, 0.3, 0.0, 0.4, 0.2])
     draws = pm.draw(NChooseK.dist(theta, pk), draws=20000, random_seed=11)
     Y, lp = S.nchoosek_log_pmf(theta, pk)
-    assert _chisq_pvalue(draws, Y, np.exp(lp)) > 1e-3
+    assert chi_square_pvalue(draws, Y, np.exp(lp)) > 1e-3
 
 
 def test_nchoosek_support_point_and_shapes(fast_mode):
@@ -394,7 +385,7 @@ def test_ordinal_sampler_gof():
     draws = pm.draw(OrdinalNChooseK.dist(theta, count_probs=cp), draws=20000, random_seed=3)
     Y = S.ordinal_labelings(D, R)
     probs = np.exp([S.ordinal_log_pmf(theta, y, R, cp) for y in Y])
-    assert _chisq_pvalue(draws, Y, probs) > 1e-3
+    assert chi_square_pvalue(draws, Y, probs) > 1e-3
 
 
 def test_ordinal_sampler_fixed_counts_numpy_path():
@@ -498,7 +489,7 @@ def test_nchoosek_draws_condition_on_feasible_counts(mode):
     Y = S.binary_vectors(5)
     probs = np.exp(pm.logp(rv, Y).eval(mode=FAST))
     assert probs.sum() == pytest.approx(0.7, abs=1e-12)  # logp: the infeasible mass is lost
-    assert _chisq_pvalue(draws, Y, probs / probs.sum()) > 1e-3
+    assert chi_square_pvalue(draws, Y, probs / probs.sum()) > 1e-3
 
 
 @pytest.mark.parametrize("mode", ["NUMBA", FAST], ids=["NUMBA", "python"])
@@ -513,7 +504,7 @@ def test_ordinal_draws_condition_on_feasible_counts(mode):
     Y = S.ordinal_labelings(4, 3)
     probs = np.exp(pm.logp(rv, Y).eval(mode=FAST))
     assert 0.2 < probs.sum() < 0.9  # part of the prior mass is lost
-    assert _chisq_pvalue(draws, Y, probs / probs.sum()) > 1e-3
+    assert chi_square_pvalue(draws, Y, probs / probs.sum()) > 1e-3
 
 
 NO_VALUE = [

@@ -12,6 +12,7 @@ from pm_perm.preferences.synthetic import (
 )
 from pm_perm.reference.permutations import all_permutations
 from pm_perm.reference.rankings import permutation_complete_logp, plackett_luce_complete_logp
+from pm_perm.testing import chi_square_pvalue
 
 # Each chi-square test below rejects a correct sampler with probability 1e-3 (fixed seeds, so
 # a given run either always passes or always fails; 5 such tests: false-failure rate < 0.5 %).
@@ -19,10 +20,7 @@ ALPHA = 1e-3
 
 
 def _gof(orders, logp, perms):
-    index = {tuple(p): n for n, p in enumerate(perms)}
-    obs = np.bincount([index[tuple(o)] for o in orders], minlength=len(perms))
-    exp = np.exp(logp) * len(orders)
-    return stats.chisquare(obs, exp).pvalue
+    return chi_square_pvalue(orders, perms, np.exp(logp))
 
 
 def test_permutation_family_draws_match_enumeration():
