@@ -1,10 +1,11 @@
 """``import pm_perm``: the public names and subpackages load on first use (pm_perm/__init__.py,
 pm_perm/preferences/__init__.py), so ``import pm_perm`` and the command line's help start without
 numba, and the ranking-data readers without PyMC; the distributions register the
-latent-permutation step method with PyMC."""
+latent-permutation step method with PyMC. ``pm_perm.__all__`` is the symbolic API."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -43,6 +44,41 @@ data = pm_perm.preferences.read_preflib({str(soi)!r})
 print(data.n_rankings, "pymc" in sys.modules, "pytensor" in sys.modules)
 """
     assert _python(code) == ["False", "False", "3", "False", "False"]
+
+
+SYMBOLIC_API = {
+    "ConditionalBernoulli", "NChooseK", "OrdinalNChooseK", "PartialRanking",
+    "PermutationExpFamily", "PlackettLuce",  # distributions
+    "edge_logits", "expected_topk_gain", "log_expected_topk_gain",  # model helpers (PyTensor)
+    "check_find_map", "check_draws", "sampler_warnings", "MapFitError", "SamplingError",  # checks
+}
+NUMPY_HELPERS = {  # importable from their modules only
+    "max_weight_matching": "pm_perm.kernels.matching",
+    "nchoosek_marginals": "pm_perm.distributions.cardinality",
+    "optimal_ranking": "pm_perm.distributions.cardinality",
+    "EXACT_MAX_M": "pm_perm.kernels.permanent",
+}
+
+
+def test_all_is_the_symbolic_api():
+    """``pm_perm.__all__``: distributions, model helpers and checks; the NumPy helpers are
+    importable from their modules, not from ``pm_perm``."""
+    assert set(pm_perm.__all__) == SYMBOLIC_API and len(pm_perm.__all__) == len(SYMBOLIC_API)
+    for name, module in NUMPY_HELPERS.items():
+        assert hasattr(importlib.import_module(module), name)
+        assert name not in dir(pm_perm)
+        with pytest.raises(AttributeError):
+            getattr(pm_perm, name)
+
+
+def test_testing_package_imports_neither_pymc_nor_nutpie():
+    """``import pm_perm.testing`` stays light: its functions import PyMC or nutpie when run."""
+    code = """
+import sys
+import pm_perm.testing
+print("pymc" in sys.modules, "nutpie" in sys.modules, "pytensor" in sys.modules)
+"""
+    assert _python(code) == ["False", "False", "False"]
 
 
 @pytest.mark.parametrize("name", pm_perm.__all__)
