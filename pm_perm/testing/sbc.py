@@ -47,16 +47,7 @@ class SBCModel:
 
     Examples
     --------
-    A Normal mean with known noise (10 observations):
-
-    >>> import pymc as pm
-    >>> def build(y):
-    ...     with pm.Model() as model:
-    ...         mu = pm.Normal("mu", 0.0, 1.0)
-    ...         pm.Normal("y", mu, 1.0, observed=pm.Data("y_obs", y))
-    ...     return model
-    >>> spec = SBCModel(shapes={"mu": ()}, priors={"mu": lambda rng: rng.normal()}, build=build,
-    ...                 simulate=lambda mu: pm.Normal.dist(mu, 1.0, shape=10))
+    A Normal mean with known noise: :func:`run_sbc`'s example.
     """
 
     shapes: Mapping[str, tuple]
@@ -152,7 +143,7 @@ def run_sbc(spec, reps, *, n_thin=99, draws=500, tune=500, chains=2, sampler="nu
 
     Examples
     --------
-    The model of :class:`SBCModel`'s example with its exact (conjugate) posterior as the
+    A Normal mean with known noise (10 observations), its exact (conjugate) posterior as the
     sampler; a real check passes ``sampler="nutpie"`` or ``"pymc"``:
 
     >>> import pymc as pm
