@@ -119,3 +119,20 @@ print(all(m.logp is before[m.__name__] for m in (pymc, pymc.logprob, basic)),
       pymc.logp.__module__, hasattr(pymc.logp, "__wrapped__"))
 """
     assert _python(code) == ["True", "pymc.logprob.basic", "False"]
+
+
+def test_no_test_imports_from_benchmarks():
+    """The tests use the package (pm_perm.testing, pm_perm.reference), never the benchmark
+    scripts: no ``import benchmarks`` and no benchmark file loaded by path."""
+    import re
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    loads = re.compile(r"^\s*(from|import)\s+benchmarks\b|sys\.path.*benchmarks|"
+                       r"spec_from_file_location\((?:[^()]|\([^()]*\))*benchmarks", re.MULTILINE)
+    offenders = [str(p.relative_to(tests)) for p in tests.rglob("*.py")
+                 if p.name != "test_package.py" and loads.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
+    assert loads.search('spec_from_file_location(\n    "sbc", Path(__file__).resolve().parents[1]'
+                        ' / "benchmarks" / "sbc.py"\n)')  # what tests/test_sbc.py did
+    assert loads.search("from benchmarks._outputs import write_result")
