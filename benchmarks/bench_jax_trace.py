@@ -9,7 +9,7 @@ process (the old way by making ``_cpu_only`` answer False): the CPU seconds to t
 and to compile, ``jax.jit(jax.value_and_grad(logp))`` of PyMC's jaxified logp (what numpyro and
 blackjax compile) of a ``PlackettLuce`` and a ``PartialRanking`` model (ZeroSumNormal
 parameters) of up to 300 distinct random weak orders of ``--items`` items (the tests' generator,
-``tests/preferences/_brute.random_tie_orders``: blocks of random sizes, so with middle tie blocks)
+``pm_perm.reference.rankings.random_tie_orders``: blocks of random sizes, so with middle tie blocks)
 or, with ``--no-ties``, 300 Plackett-Luce top-k ballots of every length
 (``pm_perm.preferences.synthetic.draw_ballots``). Each case is built
 anew (no trace cache shared), after a warm-up case of the same family, the old way first.
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.preferences._brute import random_tie_orders  # noqa: E402
+from pm_perm.reference.rankings import random_tie_orders  # noqa: E402
 
 
 def measure(family, orders, both):

@@ -25,6 +25,9 @@ Run: ``.venv/bin/python benchmarks/sbc.py --models matching ranking nchoosek ord
 (``--out DIR`` for the figures and a JSON of ranks and p-values). The output folder is checked
 before any work (created with its parents if missing; a file in the way, or an output that is a
 folder, is refused); a run replaces an earlier run's outputs, each written atomically.
+
+The SBC machinery (replications, ranks, the uniformity test, the histograms) is
+:mod:`pm_perm.testing.sbc`; this file holds the five models and the command line.
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ from pathlib import Path
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from scipy import stats
 
 from pm_perm import PermutationExpFamily, edge_logits
 from pm_perm._io import OutputPathError, check_outputs, make_folder, save_figure
+from pm_perm.testing.sbc import SBCModel, plot_rank_histograms, uniformity_pvalue
+from pm_perm.testing.sbc import run_sbc as run_sbc_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import write_result  # noqa: E402
@@ -59,7 +63,7 @@ def _matching(rng):
     def simulate(theta_sym):
         return PermutationExpFamily.dist(logits=edge_logits(x, theta_sym))
 
-    return {"theta": (3,)}, build, simulate, {"theta": lambda r: r.normal(size=3)}
+    return SBCModel({"theta": (3,)}, {"theta": lambda r: r.normal(size=3)}, build, simulate)
 
 
 def _ranking(rng):
@@ -80,7 +84,7 @@ def _ranking(rng):
     def simulate(theta_sym):
         return PermutationExpFamily.dist(logits=logits(theta_sym))
 
-    return {"theta": (d,)}, build, simulate, {"theta": lambda r: r.normal(size=d)}
+    return SBCModel({"theta": (d,)}, {"theta": lambda r: r.normal(size=d)}, build, simulate)
 
 
 def _nchoosek(rng):
@@ -102,7 +106,7 @@ def _nchoosek(rng):
 
     priors = {"theta": lambda r: r.normal(size=d),
               "count_probs": lambda r: r.dirichlet(np.ones(D + 1))}
-    return {"theta": (d,), "count_probs": (D + 1,)}, build, simulate, priors
+    return SBCModel({"theta": (d,), "count_probs": (D + 1,)}, priors, build, simulate)
 
 
 def _ordinal(rng):
@@ -121,7 +125,7 @@ def _ordinal(rng):
     def simulate(theta_sym):
         return OrdinalNChooseK.dist(logits=pt.dot(X, theta_sym), counts=counts)
 
-    return {"theta": (d,)}, build, simulate, {"theta": lambda r: r.normal(size=d)}
+    return SBCModel({"theta": (d,)}, {"theta": lambda r: r.normal(size=d)}, build, simulate)
 
 
 def _zero_sum(r, shape):
@@ -156,10 +160,11 @@ def _rankings_full(rng):
     def simulate(u, tau, delta, rng):
         return draw_ballots(n, logits=logits(u, tau, delta), length_probs=length_probs, rng=rng)
 
-    simulate.numpy = True  # a NumPy simulator (exact draws), not a PyMC distribution
     priors = {"u": lambda r: _zero_sum(r, (M,)), "tau": lambda r: np.abs(r.normal()),
               "delta_raw": lambda r: _zero_sum(r, (M, M))}
-    return {"u": (M,), "tau": (), "delta_raw": (M, M)}, build, simulate, priors
+    # a NumPy simulator (exact draws), not a PyMC distribution
+    return SBCModel({"u": (M,), "tau": (), "delta_raw": (M, M)}, priors, build, simulate,
+                    numpy_simulator=True)
 
 
 MODELS = {"matching": _matching, "ranking": _ranking, "nchoosek": _nchoosek, "ordinal": _ordinal,
@@ -167,42 +172,17 @@ MODELS = {"matching": _matching, "ranking": _ranking, "nchoosek": _nchoosek, "or
 
 
 def run_sbc(name, reps, n_thin=99, draws=500, tune=500, seed=0, progress=False):
-    """Run ``reps`` SBC replications of model ``name``; returns ``{param[i]: ranks}``."""
-    import nutpie
-
+    """Run ``reps`` SBC replications of model ``name`` with nutpie; returns ``{param[i]: ranks}``
+    (:func:`pm_perm.testing.sbc.run_sbc`; the model's covariates drawn from ``seed`` first)."""
     rng = np.random.default_rng(seed)
-    shapes, build, simulate, priors = MODELS[name](rng)
-    if getattr(simulate, "numpy", False):
-        sim_rng = np.random.default_rng(seed + 1)
+    spec = MODELS[name](rng)
 
-        def draw_y(*values):
-            return simulate(*values, rng=sim_rng)
-    else:
-        syms = [pt.tensor(k, shape=s, dtype="float64") for k, s in shapes.items()]
-        draw_y = pm.pytensorf.compile(syms, simulate(*syms), random_seed=seed)
-    first = {k: priors[k](rng) for k in shapes}
-    model = build(draw_y(*first.values()))
-    compiled = nutpie.compile_pymc_model(model)
-    ranks = {f"{k}[{i}]": [] for k, s in shapes.items() for i in range(int(np.prod(s)))}
-    for r in range(reps):
-        true = {k: priors[k](rng) for k in shapes}
-        y = draw_y(*true.values())
-        fit = nutpie.sample(compiled.with_data(y_obs=y), draws=draws, tune=tune, chains=2,
-                            seed=int(rng.integers(2**31)), progress_bar=False)
-        for k in shapes:
-            post = fit.posterior[k].values.reshape(-1, int(np.prod(shapes[k])))
-            idx = np.linspace(0, post.shape[0] - 1, n_thin).astype(int)  # thin to ~independent
-            for i, t in enumerate(np.ravel(true[k])):
-                ranks[f"{k}[{i}]"].append(int((post[idx, i] < t).sum()))
-        if progress and (r + 1) % 20 == 0:
-            print(f"  {name}: {r + 1}/{reps}", flush=True)
-    return ranks
+    def report(done, total):
+        if progress and done % 20 == 0:
+            print(f"  {name}: {done}/{total}", flush=True)
 
-
-def uniformity_pvalue(ranks, n_thin=99, bins=10):
-    """Chi-square test that ranks in 0..n_thin are uniform, over ``bins`` equal-width bins."""
-    counts, _ = np.histogram(ranks, bins=bins, range=(-0.5, n_thin + 0.5))
-    return float(stats.chisquare(counts).pvalue), counts.tolist()
+    return run_sbc_model(spec, reps, n_thin=n_thin, draws=draws, tune=tune, chains=2,
+                         sampler="nutpie", seed=seed, rng=rng, progress=report)
 
 
 def main(argv=None):
@@ -233,20 +213,12 @@ def main(argv=None):
         print(f"\n### {name}: {args.reps} replications, {secs:.0f} s\n")
         print("| parameter | chi-square p (10 bins) | bin counts |")
         print("|---|---|---|")
-        fig, axes = plt.subplots(1, len(ranks), figsize=(2.6 * len(ranks), 2.4), squeeze=False)
-        for ax, (param, rk) in zip(axes[0], ranks.items(), strict=True):
+        for param, rk in ranks.items():
             pval, counts = uniformity_pvalue(rk)
             results[name]["params"][param] = {"p_value": pval, "bins": counts, "ranks": rk}
             print(f"| {param} | {pval:.3f} | {counts} |")
-            ax.bar(range(10), counts, color="0.6")
-            ax.axhline(args.reps / 10, color="C3")
-            lo, hi = stats.binom.ppf([0.005, 0.995], args.reps, 0.1)
-            ax.axhspan(lo, hi, color="C3", alpha=0.15)
-            ax.set_title(f"{param}\np = {pval:.2f}", fontsize=8)
-            ax.set_xticks([])
-        fig.suptitle(f"SBC rank histograms: {name} ({args.reps} replications; band: 99% "
-                     "binomial interval per bin)", fontsize=9)
-        fig.tight_layout()
+        fig = plot_rank_histograms(ranks, title=f"SBC rank histograms: {name} ({args.reps} "
+                                   "replications; band: 99% binomial interval per bin)")
         save_figure(fig, out / f"sbc_{name}.png", dpi=110)
         plt.close(fig)
     write_result(out / "sbc.json", results)

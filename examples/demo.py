@@ -32,6 +32,7 @@ import pymc as pm  # noqa: E402
 
 import pm_perm  # noqa: E402
 from pm_perm._io import check_outputs, make_folder, save_figure, write_json  # noqa: E402
+from pm_perm.kernels.matching import max_weight_matching  # noqa: E402
 
 OUTPUTS = ("trace.png", "ppc.png", "results.json")
 
@@ -114,12 +115,12 @@ def main(argv=None):
 
     # held-out matching error: mode of the model at the estimated theta
     err = {
-        "MAP": hamming(pm_perm.max_weight_matching(x_test @ theta_map), y_test),
-        "posterior mean": hamming(pm_perm.max_weight_matching(x_test @ mean), y_test),
-        "true theta (Bayes floor)": hamming(pm_perm.max_weight_matching(x_test @ theta_true),
+        "MAP": hamming(max_weight_matching(x_test @ theta_map), y_test),
+        "posterior mean": hamming(max_weight_matching(x_test @ mean), y_test),
+        "true theta (Bayes floor)": hamming(max_weight_matching(x_test @ theta_true),
                                             y_test),
         "no learning (theta = e_0)": hamming(
-            pm_perm.max_weight_matching(x_test @ np.eye(d)[0]), y_test),
+            max_weight_matching(x_test @ np.eye(d)[0]), y_test),
     }
     print("held-out Hamming error of the predicted matchings:")
     for k, v in err.items():
@@ -127,7 +128,7 @@ def main(argv=None):
 
     # posterior predictive check: mean Hamming distance of the matchings to the mode at the
     # posterior-mean theta, observed vs replicated data
-    mode = pm_perm.max_weight_matching(x @ mean)
+    mode = max_weight_matching(x @ mean)
     y_rep = idata.posterior_predictive["y"].values.reshape(-1, args.graphs, args.m)
     t_rep = (y_rep != mode).mean(axis=(1, 2))
     t_obs = float((y != mode).mean())

@@ -13,8 +13,8 @@ glynn_log_permanent (M = 27..32)
     time, O(M^2) memory, for M whose DP table does not fit: ``method="glynn"`` of
     ``PermutationExpFamily`` and of the permanent Ops (``pm_perm.kernels.glynn``).
 max_weight_matching
-    The mode of ``PermutationExpFamily``: a max-weight perfect matching (Hungarian algorithm,
-    ``scipy.optimize.linear_sum_assignment``), O(M^3).
+    The mode of ``PermutationExpFamily``: a max-weight perfect matching (Hungarian algorithm),
+    O(M^3); NumPy in :mod:`pm_perm.kernels.matching`, an Op in :mod:`pm_perm.ops.matching`.
 bethe_log_permanent (large M)
     Bethe approximation, a lower bound of ``log perm`` (Gurvits), with its beliefs as gradient;
     CCCP/Sinkhorn fixed point, O(M^2) per sweep (Vontobel 2013; Huang & Jebara 2009).
@@ -28,15 +28,16 @@ log_esp / conditional marginals (count-structured labels)
 log_esp_all_fft
     All k by the FFT product tree, O(D log^2 D) per pass, guarded by a round-off bound (re-tilts,
     exact-DP fallback).
-ranking.data / ranking.metrics
-    LETOR (qid:) and LightGBM (.query) readers, QueryLevelNorm, MQ2008 folds rebuilt from the
-    test files; vectorised NDCG@k (gain 2^r - 1, discount 1/log2(1 + r)), P@k, AP/MAP over
-    flat arrays and query boundaries, with an option for LETOR 4.0's evaluation script.
-ranking.rankmatch.RankMatch
+learning_to_rank (features -> rankings)
+    :mod:`pm_perm.learning_to_rank`: LETOR (qid:) and LightGBM (.query) readers,
+    QueryLevelNorm, MQ2008 folds rebuilt from the test files (``data``); vectorised NDCG@k (gain
+    2^r - 1, discount 1/log2(1 + r)), P@k, AP/MAP over flat arrays and query boundaries, with an
+    option for LETOR 4.0's evaluation script (``metrics``); baselines.
+learning_to_rank.rankmatch.RankMatch
     Petterson et al.'s learning-to-rank model: bootstrap subsets of M documents per query,
     W[i, j] = c_j <psi_i, theta>, exact weak-label likelihood (ties: product of block
     permanents minus log perm) as one batched term; MAP, whitened NUTS, per-draw rankings.
-ranking.ordinal.OrdinalRanker / ranking.predictive
+learning_to_rank.ordinal.OrdinalRanker / learning_to_rank.predictive
     Swersky et al.'s ordinal n-choose-k ranker on whole query lists (padded, one batched
     ``OrdinalNChooseK`` term); posterior predictive rankings by Plackett-Luce (Gumbel-max) draws.
 matching
@@ -46,23 +47,47 @@ matching
 classification / datasets
     Count-prior classifiers (multi-object ``NChooseK`` with learned p(k | x), expected top-K gain)
     fitted by L-BFGS-B on the PyMC log posterior; embedded-digits generator, Caltech silhouettes.
-plackett_luce / PlackettLuce / rankings
+plackett_luce / PlackettLuce
     Plackett-Luce log-likelihood of top-k and tied rank-form orders (ties: exact probability that
     a block fills its positions in any order, subset DP O(s 2^s)), O(M) per distinct order, its
-    gradient by one reverse pass, Gumbel-max draws; PrefLib reader/writer and ``RankingData``
-    (orders aggregated with counts) in :mod:`pm_perm.preferences`.
+    gradient by one reverse pass, Gumbel-max draws.
+preferences (ranking data without features)
+    :mod:`pm_perm.preferences`: PrefLib reader/writer, ``RankingData`` (orders aggregated with
+    counts), Plackett-Luce and full ranking models and their mixtures, posterior analysis.
 partial_order_loglik / PartialRanking
     Exact likelihood of top-k and tied rankings under the permutation exponential family: one
     suffix subset table shared by all orders of one W, tie blocks by block permanents, gradient by
     one adjoint sweep; O(M 2^M + n M) for n distinct orders.
 swap_mcmc / PermutationSwapMetropolis (large M)
-    Transposition Metropolis over permutations; the step method is registered in PyMC's
-    ``STEP_METHODS`` when :mod:`pm_perm.distributions` is imported (any model with a pm_perm
-    variable does), so ``pm.sample`` assigns it to latent permutations.
+    Transposition Metropolis over permutations; the step method
+    (:mod:`pm_perm.inference.step_methods`) is registered in PyMC's ``STEP_METHODS`` when
+    :mod:`pm_perm.distributions` is imported (any model with a pm_perm variable does), so
+    ``pm.sample`` assigns it to latent permutations.
+inference
+    :mod:`pm_perm.inference`, for any PyMC model: MAP fits compiled once per model and along a
+    path of prior scales (``map``), the Laplace approximation (``laplace``), checks of a fit and
+    of draws (``checks``), ``pm.sample`` with its outcome checked (``sampling``), the step
+    method (``step_methods``).
+backends.jax
+    :mod:`pm_perm.backends.jax`: JAX implementations of every Op, registered with PyTensor's JAX
+    linker (numpyro, blackjax, nutpie's JAX backend) when it is first imported.
+reference
+    :mod:`pm_perm.reference`: definitional oracles by enumeration (all M! permutations, all
+    subsets, all orders consistent with a partial order), the ground truth of the tests.
+testing
+    :mod:`pm_perm.testing`: checks for users' models: draws against exact probabilities by
+    chi-square (``check_draws_match_logp``), simulation-based calibration (``run_sbc``).
+cli
+    :mod:`pm_perm.cli`: the ``pm-perm`` command (``learn-to-rank``, ``preferences``).
 
-The names of ``__all__`` and the subpackages are imported on first use: ``import pm_perm``
-itself imports neither PyMC, PyTensor nor numba (0.05 s; ``pm-perm --help`` 0.1 s, reading PrefLib
-files under a second); the first distribution, Op or kernel you touch imports what it needs.
+``__all__`` is the symbolic API: the distributions, the model helpers that build PyTensor graphs
+(``edge_logits``, ``expected_topk_gain``, ``log_expected_topk_gain``) and the checks of fits and
+draws. NumPy functions stay in their modules (``pm_perm.kernels.matching.max_weight_matching``,
+``pm_perm.distributions.n_choose_k.nchoosek_marginals``,
+``pm_perm.distributions.ordinal_n_choose_k.optimal_ranking``,
+``pm_perm.kernels.permanent.EXACT_MAX_M``, ...). The names of ``__all__`` and the subpackages are
+imported on first use: ``import pm_perm`` itself imports neither PyMC, PyTensor nor numba; the
+first distribution, Op or kernel you touch imports what it needs.
 """
 
 __version__ = "0.1.0"
@@ -90,10 +115,6 @@ _LAZY = {
     "PermutationExpFamily": "pm_perm.distributions",
     "PlackettLuce": "pm_perm.distributions",
     "edge_logits": "pm_perm.distributions",
-    "nchoosek_marginals": "pm_perm.distributions.n_choose_k",
-    "optimal_ranking": "pm_perm.distributions.ordinal_n_choose_k",
-    "max_weight_matching": "pm_perm.kernels.matching",
-    "EXACT_MAX_M": "pm_perm.kernels.permanent",
     "expected_topk_gain": "pm_perm.ops.cardinality",
     "log_expected_topk_gain": "pm_perm.ops.cardinality",
     "check_find_map": "pm_perm.inference",

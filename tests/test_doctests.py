@@ -21,7 +21,13 @@ MODULES = sorted(
 
 
 def test_modules_with_examples_are_found():
-    assert "pm_perm.learning_to_rank.metrics" in MODULES and len(MODULES) >= 10
+    """Every module of every subpackage is searched (no hand-written list)."""
+    assert {"pm_perm.learning_to_rank.metrics", "pm_perm.testing.sbc",
+            "pm_perm.testing.conformance", "pm_perm.reference.rankings"} <= set(MODULES)
+    assert len(MODULES) >= 10
+    packages = {p.parent for p in PACKAGE.rglob("__init__.py")}  # every subpackage, any depth
+    assert {PACKAGE / "testing", PACKAGE / "backends" / "jax", PACKAGE / "cli"} <= packages
+    assert {m.rsplit(".", 1)[0] for m in MODULES} >= {"pm_perm.testing", "pm_perm.reference"}
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -1,10 +1,11 @@
 """``import pm_perm``: the public names and subpackages load on first use (pm_perm/__init__.py,
 pm_perm/preferences/__init__.py), so ``import pm_perm`` and the command line's help start without
 numba, and the ranking-data readers without PyMC; the distributions register the
-latent-permutation step method with PyMC."""
+latent-permutation step method with PyMC. ``pm_perm.__all__`` is the symbolic API."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -45,6 +46,41 @@ print(data.n_rankings, "pymc" in sys.modules, "pytensor" in sys.modules)
     assert _python(code) == ["False", "False", "3", "False", "False"]
 
 
+SYMBOLIC_API = {
+    "ConditionalBernoulli", "NChooseK", "OrdinalNChooseK", "PartialRanking",
+    "PermutationExpFamily", "PlackettLuce",  # distributions
+    "edge_logits", "expected_topk_gain", "log_expected_topk_gain",  # model helpers (PyTensor)
+    "check_find_map", "check_draws", "sampler_warnings", "MapFitError", "SamplingError",  # checks
+}
+NUMPY_HELPERS = {  # importable from their modules only
+    "max_weight_matching": "pm_perm.kernels.matching",
+    "nchoosek_marginals": "pm_perm.distributions.n_choose_k",
+    "optimal_ranking": "pm_perm.distributions.ordinal_n_choose_k",
+    "EXACT_MAX_M": "pm_perm.kernels.permanent",
+}
+
+
+def test_all_is_the_symbolic_api():
+    """``pm_perm.__all__``: distributions, model helpers and checks; the NumPy helpers are
+    importable from their modules, not from ``pm_perm``."""
+    assert set(pm_perm.__all__) == SYMBOLIC_API and len(pm_perm.__all__) == len(SYMBOLIC_API)
+    for name, module in NUMPY_HELPERS.items():
+        assert hasattr(importlib.import_module(module), name)
+        assert name not in dir(pm_perm)
+        with pytest.raises(AttributeError):
+            getattr(pm_perm, name)
+
+
+def test_testing_package_imports_neither_pymc_nor_nutpie():
+    """``import pm_perm.testing`` stays light: its functions import PyMC or nutpie when run."""
+    code = """
+import sys
+import pm_perm.testing
+print("pymc" in sys.modules, "nutpie" in sys.modules, "pytensor" in sys.modules)
+"""
+    assert _python(code) == ["False", "False", "False"]
+
+
 @pytest.mark.parametrize("name", pm_perm.__all__)
 def test_every_public_name_resolves(name):
     value = getattr(pm_perm, name)
@@ -83,3 +119,20 @@ print(all(m.logp is before[m.__name__] for m in (pymc, pymc.logprob, basic)),
       pymc.logp.__module__, hasattr(pymc.logp, "__wrapped__"))
 """
     assert _python(code) == ["True", "pymc.logprob.basic", "False"]
+
+
+def test_no_test_imports_from_benchmarks():
+    """The tests use the package (pm_perm.testing, pm_perm.reference), never the benchmark
+    scripts: no ``import benchmarks`` and no benchmark file loaded by path."""
+    import re
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    loads = re.compile(r"^\s*(from|import)\s+benchmarks\b|sys\.path.*benchmarks|"
+                       r"spec_from_file_location\((?:[^()]|\([^()]*\))*benchmarks", re.MULTILINE)
+    offenders = [str(p.relative_to(tests)) for p in tests.rglob("*.py")
+                 if p.name != "test_package.py" and loads.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
+    assert loads.search('spec_from_file_location(\n    "sbc", Path(__file__).resolve().parents[1]'
+                        ' / "benchmarks" / "sbc.py"\n)')  # what tests/test_sbc.py did
+    assert loads.search("from benchmarks._outputs import write_result")

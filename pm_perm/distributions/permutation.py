@@ -350,7 +350,7 @@ class PermutationExpFamily(pm.Discrete):
 
     ========  ==========================================================
     Support   permutations ``y`` of ``0..M-1``; ``y[i]`` is the column matched to row ``i``
-    Mode      the max-weight perfect matching of ``W`` (:func:`pm_perm.max_weight_matching`)
+    Mode      the max-weight perfect matching of ``W`` (:mod:`pm_perm.kernels.matching`)
     ========  ==========================================================
 
     Parameters

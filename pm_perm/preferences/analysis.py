@@ -161,15 +161,16 @@ def _complete_logp(family, params_k, y):
 def _mode(family, params, weights):
     """Most probable complete ranking of one draw (rank form).
 
-    One component: the max-weight matching of W (:func:`pm_perm.max_weight_matching`, the exact
-    mode), or utilities sorted (Plackett-Luce). A mixture's mode is searched among its
-    components' modes (the best under the mixture): exact when the blocs are well separated,
-    otherwise a lower bound on the mode's probability.
+    One component: the max-weight matching of W
+    (:func:`pm_perm.kernels.matching.max_weight_matching`, the exact mode), or utilities sorted
+    (Plackett-Luce). A mixture's mode is searched among its components' modes (the best under
+    the mixture): exact when the blocs are well separated, otherwise a lower bound on the mode's
+    probability.
     """
     if family == "plackett-luce":
         cands = np.argsort(np.argsort(-params, axis=1), axis=1)
     else:
-        from pm_perm import max_weight_matching
+        from pm_perm.kernels.matching import max_weight_matching
 
         cands = max_weight_matching(params)
     if params.shape[0] == 1:

@@ -133,11 +133,12 @@ def relabel_components(idata, family, reference=None):
     The reference is ``reference`` (K, ...) in the units of the component profile (position
     marginals for W models, utilities for Plackett-Luce), default the first draw of chain 0.
     Each draw's permutation maximises the agreement ``-sum_k ||profile_k - reference_perm(k)||^2``
-    (a max-weight matching, :func:`pm_perm.max_weight_matching`). Every variable with a
+    (a max-weight matching, :func:`pm_perm.kernels.matching.max_weight_matching`). Every variable
+    with a
     ``component`` dimension is permuted consistently. Returns ``idata``.
     """
     check_family(family)
-    from pm_perm import max_weight_matching
+    from pm_perm.kernels.matching import max_weight_matching
 
     post = idata["posterior"]
     name = param_name(family)

@@ -20,6 +20,7 @@ __all__ = [
     "log_permanent_ryser",
     "permutation_logp_enum",
     "permutation_marginals_enum",
+    "permutation_probabilities_enum",
 ]
 
 #: Enumeration over all M! permutations is limited to M <= 8 (40,320 permutations).
@@ -56,6 +57,26 @@ def permutation_logp_enum(W, y):
     yb = np.broadcast_to(y, batch + y.shape[-1:])
     score = np.take_along_axis(Wb, yb[..., :, None], axis=-1)[..., 0].sum(-1)
     return score - log_permanent_enum(W)
+
+
+def permutation_probabilities_enum(W):
+    """Every permutation of one (M, M) ``W`` and its probability, by enumeration.
+
+    Returns
+    -------
+    perms : ndarray
+        (M!, M) int64, the rows of ``all_permutations(M)``.
+    probs : ndarray
+        (M!,) ``p(perms[r])``, summing to 1.
+
+    Examples
+    --------
+    >>> perms, probs = permutation_probabilities_enum(np.log([[2.0, 1.0], [1.0, 1.0]]))
+    >>> perms.tolist(), probs.round(4).tolist()
+    ([[0, 1], [1, 0]], [0.6667, 0.3333])
+    """
+    perms, s = _scores(W)
+    return perms, np.exp(s - logsumexp(s))
 
 
 def permutation_marginals_enum(W):

@@ -12,7 +12,7 @@ from pm_perm.cli import preferences as rankings_cli
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences.preflib import read_preflib, write_preflib
 from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
-from tests.preferences._brute import mixture_loglik
+from pm_perm.reference.rankings import mixture_loglik_enum
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def test_map_end_to_end(ballots, tmp_path, capsys):
     # the reported per-ballot log-likelihoods are those of the reported logits (brute force)
     train, heldout = data.split_ballots(0.25, np.random.default_rng(3))
     for name, d in (("train", train), ("heldout", heldout)):
-        ll, _ = mixture_loglik("full", W[None], np.ones(1), d.orders)
+        ll, _ = mixture_loglik_enum("full", W[None], np.ones(1), d.orders)
         assert res[name]["loglik_per_ranking"] == pytest.approx(d.counts @ ll / d.n_rankings,
                                                                 rel=1e-8)
     assert res["run"]["seed"] == 3 and res["diagnostics"]["n_converged"] == 1

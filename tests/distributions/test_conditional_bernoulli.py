@@ -13,7 +13,8 @@ from pytensor.gradient import verify_grad
 
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulli
 from pm_perm.reference import subsets as S
-from tests.distributions._count_labels import FAST, chisq_pvalue
+from pm_perm.testing import chi_square_pvalue
+from tests.distributions._count_labels import FAST
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_conditional_bernoulli_sampler_gof(mode):
     y = ConditionalBernoulli.dist(theta, 2)
     draws = pm.draw(y, draws=20000, random_seed=7, mode=mode)
     Y, lp = S.conditional_bernoulli_log_pmf(theta, 2)
-    assert chisq_pvalue(draws, Y, np.exp(lp)) > 1e-3
+    assert chi_square_pvalue(draws, Y, np.exp(lp)) > 1e-3
 
 
 def test_conditional_bernoulli_batching(fast_mode):

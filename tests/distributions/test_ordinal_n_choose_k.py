@@ -14,7 +14,8 @@ from pymc.testing import assert_support_point_is_expected
 from pm_perm.distributions.n_choose_k import NChooseK
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK, optimal_ranking
 from pm_perm.reference import subsets as S
-from tests.distributions._count_labels import FAST, chisq_pvalue
+from pm_perm.testing import chi_square_pvalue
+from tests.distributions._count_labels import FAST
 
 
 @functools.cache  # one compiled function per (R, mode), for any D: shared by the cases
@@ -150,7 +151,7 @@ def test_ordinal_sampler_gof():
     draws = pm.draw(OrdinalNChooseK.dist(theta, count_probs=cp), draws=20000, random_seed=3)
     Y = S.ordinal_labelings(D, R)
     probs = np.exp([S.ordinal_log_pmf(theta, y, R, cp) for y in Y])
-    assert chisq_pvalue(draws, Y, probs) > 1e-3
+    assert chi_square_pvalue(draws, Y, probs) > 1e-3
 
 
 def test_ordinal_sampler_fixed_counts_numpy_path():
@@ -207,7 +208,7 @@ def test_ordinal_draws_condition_on_feasible_counts(mode):
     Y = S.ordinal_labelings(4, 3)
     probs = np.exp(pm.logp(rv, Y).eval(mode=FAST))
     assert 0.2 < probs.sum() < 0.9  # part of the prior mass is lost
-    assert chisq_pvalue(draws, Y, probs / probs.sum()) > 1e-3
+    assert chi_square_pvalue(draws, Y, probs / probs.sum()) > 1e-3
 
 
 def test_ordinal_and_gain_models_find_map(fast_mode):

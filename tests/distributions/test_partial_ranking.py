@@ -9,7 +9,6 @@ import pytensor.tensor as pt
 import pytest
 from pymc.distributions.distribution import support_point
 from pymc.logprob.utils import ParameterValueError
-from scipy import stats
 
 import pm_perm
 from pm_perm import PartialRanking
@@ -17,6 +16,7 @@ from pm_perm.distributions.partial_ranking import PartialRankingRV
 from pm_perm.kernels.partial_orders import partial_order_loglik_and_grad
 from pm_perm.reference.permutations import all_permutations
 from pm_perm.reference.rankings import partial_order_logp_enum
+from pm_perm.testing import chi_square_pvalue
 
 ORDERS5 = np.array(
     [[0, 1, 2, 3, 4], [2, 0, -1, 1, -1], [-1, -1, -1, -1, -1], [0, 0, 2, 2, 2], [2, 0, 0, 3, -1],
@@ -121,19 +121,6 @@ def test_support_point_is_the_max_weight_matching():
     np.testing.assert_array_equal(mode, np.broadcast_to(best, (4, 5)))
 
 
-def _chi2_pvalue(draws, rows, p):
-    weights = 5 ** np.arange(draws.shape[-1])  # codes of rows with values -1..M-1 (M <= 4)
-    codes = ((draws + 1) * weights).sum(-1)
-    rcodes = ((rows + 1) * weights).sum(-1)
-    counts = np.array([(codes == c).sum() for c in rcodes])
-    assert counts.sum() == draws.shape[0]  # every draw is one of the rows
-    keep = p > 0
-    assert counts[~keep].sum() == 0
-    n = draws.shape[0]
-    chi2 = ((counts[keep] - n * p[keep]) ** 2 / (n * p[keep])).sum()
-    return stats.chi2.sf(chi2, keep.sum() - 1)
-
-
 @pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
 def test_complete_draws_chi_square(mode):
     """Chi-square over all 24 complete orders of M = 4 (numba core and NumPy rng_fn paths).
@@ -144,7 +131,7 @@ def test_complete_draws_chi_square(mode):
     draws = pm.draw(PartialRanking.dist(logits=W, size=(10_000,)), random_seed=5, mode=mode)
     perms = all_permutations(4)
     p = np.exp([partial_order_logp_enum(W, y) for y in perms])
-    assert _chi2_pvalue(draws, perms, p) > 1e-4
+    assert chi_square_pvalue(draws, perms, p) > 1e-4
 
 
 @pytest.mark.parametrize("mode", ["NUMBA", "FAST_COMPILE"])
@@ -159,7 +146,7 @@ def test_partial_draws_chi_square(mode):
     rows, ks = top_k_rows(4)
     p = pk[ks] * np.exp([partial_order_logp_enum(W, r) for r in rows])
     np.testing.assert_allclose(p.sum(), 1.0, atol=1e-12)
-    assert _chi2_pvalue(draws, rows, p) > 1e-4
+    assert chi_square_pvalue(draws, rows, p) > 1e-4
 
 
 def test_draws_validate_parameters_as_logp():

@@ -12,9 +12,9 @@ import pytensor.tensor as pt
 import pytest
 from pymc.sampling.mcmc import assign_step_methods
 from pytensor.tensor.random.op import RandomVariable
-from scipy.special import logsumexp
 
 from pm_perm.inference.step_methods import PermutationSwapMetropolis, is_permutation_rv
+from pm_perm.reference.permutations import permutation_probabilities_enum
 
 pytestmark = pytest.mark.numba  # sampling: compiled code wins (tests/conftest.py)
 
@@ -49,13 +49,6 @@ class _TinyPerm(pm.Discrete):
         return logits[rows, value].sum() - log_z
 
 
-def _exact(W):
-    M = W.shape[0]
-    P = np.array(list(itertools.permutations(range(M))))
-    lw = W[np.arange(M), P].sum(1)
-    return P, np.exp(lw - logsumexp(lw))
-
-
 def test_auto_assignment_and_competence():
     W = np.random.default_rng(0).normal(size=(5, 5))
     with pm.Model() as model:
@@ -88,7 +81,7 @@ def test_samples_match_exact_probabilities_m5():
         draws[t] = point["y"]
         rates.append(stats[0]["accept_rate"])
     assert 0.05 < np.mean(rates) < 1
-    P, p = _exact(W)
+    P, p = permutation_probabilities_enum(W)
     index = {tuple(x): k for k, x in enumerate(P)}
     freq = np.bincount([index[tuple(x)] for x in draws], minlength=len(P)) / n
     assert 0.5 * np.abs(freq - p).sum() < 0.05

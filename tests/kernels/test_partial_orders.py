@@ -15,8 +15,11 @@ from pm_perm.kernels.partial_orders import (
 )
 from pm_perm.kernels.permanent import EXACT_MAX_M, log_permanent
 from pm_perm.reference.permutations import all_permutations
-from pm_perm.reference.rankings import consistent_mask, partial_order_logp_enum
-from tests.preferences._brute import random_tie_orders
+from pm_perm.reference.rankings import (
+    consistent_mask,
+    partial_order_logp_enum,
+    random_tie_orders,
+)
 
 
 def random_logits(rng, M, batch=(), scale=2.0, forbid=0.15):

@@ -16,7 +16,7 @@ from pm_perm.preferences.analysis import (
 )
 from pm_perm.preferences.synthetic import simulate_rankings
 from pm_perm.reference.permutations import all_permutations
-from tests.preferences._brute import complete_logp_pef, complete_logp_pl
+from pm_perm.reference.rankings import permutation_complete_logp, plackett_luce_complete_logp
 
 M = 4
 PERMS = all_permutations(M)
@@ -30,7 +30,7 @@ def _post(params, weights):
 
 def _mixture_probs(family, params, weights):
     """p(complete ranking) of each permutation, averaged over draws: (M!,)."""
-    f = complete_logp_pl if family == "plackett-luce" else complete_logp_pef
+    f = plackett_luce_complete_logp if family == "plackett-luce" else permutation_complete_logp
     out = 0.0
     for p, w in zip(params, weights, strict=True):
         out = out + np.exp(logsumexp([np.log(w[k]) + f(p[k], PERMS) for k in range(len(w))],
@@ -93,7 +93,7 @@ def test_consensus_is_the_mode_of_each_draw():
     rng = np.random.default_rng(3)
     params = rng.normal(size=(6, 1, M, M)) * 2
     post = _post(params, np.ones((6, 1)))
-    modes = [tuple(np.argsort(PERMS[np.argmax(complete_logp_pef(W[0], PERMS))]))
+    modes = [tuple(np.argsort(PERMS[np.argmax(permutation_complete_logp(W[0], PERMS))]))
              for W in params]
     result = consensus_posterior(post, "full", top=10)
     expect = {o: modes.count(o) / 6 for o in modes}

@@ -12,7 +12,7 @@ import xarray as xr
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
-from tests.preferences._brute import every_top_k_order, mixture_loglik
+from pm_perm.reference.rankings import every_top_k_order, mixture_loglik_enum
 
 LENGTHS = [0.0, 0.3, 0.3, 0.0, 0.4]  # top-1, top-2 and complete ballots of 4 items
 
@@ -49,7 +49,7 @@ def test_likelihood_matches_brute_force(family, builder, kwargs):
     out = fn(point)
     K = rm.components
     weights = out[2] if K > 1 else np.ones(1)
-    ll, _ = mixture_loglik(family, np.asarray(out[1]), weights, data.orders)
+    ll, _ = mixture_loglik_enum(family, np.asarray(out[1]), weights, data.orders)
     np.testing.assert_allclose(out[0], data.counts @ ll, rtol=1e-10)
     # and the pointwise function agrees
     post = {"params": np.asarray(out[1])[None], "weights": weights[None],
@@ -324,8 +324,6 @@ def test_predictive_ballots_goodness_of_fit(family, builder, K):
     level 1e-3: the false-failure rate of this (fixed-seed) test is 0.1%."""
     from scipy.stats import chisquare
 
-    from tests.preferences._brute import mixture_loglik
-
     M, N = 3, 20_000
     data = simulate_rankings(50, utilities=[1.0, 0.0, -1.0], length_probs=[0, .3, .3, .4],
                              rng=13)
@@ -341,7 +339,7 @@ def test_predictive_ballots_goodness_of_fit(family, builder, K):
     params = prior[name].values[0, 0]
     weights = prior["mixture_weights"].values[0, 0] if K > 1 else np.ones(1)
     cells = every_top_k_order(M)
-    ll, _ = mixture_loglik(family, params, weights, cells)
+    ll, _ = mixture_loglik_enum(family, params, weights, cells)
     expected = N * lp[(cells >= 0).sum(axis=1)] * np.exp(ll)
     assert expected.sum() == pytest.approx(N)
     code = {tuple(r): i for i, r in enumerate(cells)}

@@ -11,7 +11,8 @@ from pm_perm.preferences.synthetic import (
     simulate_rankings,
 )
 from pm_perm.reference.permutations import all_permutations
-from tests.preferences._brute import complete_logp_pef, complete_logp_pl
+from pm_perm.reference.rankings import permutation_complete_logp, plackett_luce_complete_logp
+from pm_perm.testing import chi_square_pvalue
 
 # Each chi-square test below rejects a correct sampler with probability 1e-3 (fixed seeds, so
 # a given run either always passes or always fails; 5 such tests: false-failure rate < 0.5 %).
@@ -19,10 +20,7 @@ ALPHA = 1e-3
 
 
 def _gof(orders, logp, perms):
-    index = {tuple(p): n for n, p in enumerate(perms)}
-    obs = np.bincount([index[tuple(o)] for o in orders], minlength=len(perms))
-    exp = np.exp(logp) * len(orders)
-    return stats.chisquare(obs, exp).pvalue
+    return chi_square_pvalue(orders, perms, np.exp(logp))
 
 
 def test_permutation_family_draws_match_enumeration():
@@ -30,14 +28,14 @@ def test_permutation_family_draws_match_enumeration():
     W = rng.normal(size=(4, 4))
     perms = all_permutations(4)
     y = draw_ballots(20_000, logits=W, rng=1)
-    assert _gof(y, complete_logp_pef(W, perms), perms) > ALPHA
+    assert _gof(y, permutation_complete_logp(W, perms), perms) > ALPHA
 
 
 def test_plackett_luce_draws_match_enumeration():
     u = np.array([1.0, 0.3, -0.2, -1.1])
     perms = all_permutations(4)
     y = draw_ballots(20_000, utilities=u, rng=2)
-    assert _gof(y, complete_logp_pl(u, perms), perms) > ALPHA
+    assert _gof(y, plackett_luce_complete_logp(u, perms), perms) > ALPHA
 
 
 def test_mixture_draws_match_enumeration():
@@ -46,8 +44,8 @@ def test_mixture_draws_match_enumeration():
     w = np.array([0.3, 0.7])
     perms = all_permutations(3)
     y, comp = draw_ballots(20_000, logits=W, mixture_weights=w, rng=4, return_components=True)
-    mix = np.logaddexp(np.log(w[0]) + complete_logp_pef(W[0], perms),
-                       np.log(w[1]) + complete_logp_pef(W[1], perms))
+    mix = np.logaddexp(np.log(w[0]) + permutation_complete_logp(W[0], perms),
+                       np.log(w[1]) + permutation_complete_logp(W[1], perms))
     assert _gof(y, mix, perms) > ALPHA
     assert stats.binomtest(int((comp == 0).sum()), comp.size, 0.3).pvalue > ALPHA
 

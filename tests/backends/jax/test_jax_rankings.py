@@ -28,7 +28,7 @@ from pm_perm.backends.jax import partial_orders, plackett_luce, rank_form  # noq
 from pm_perm.backends.jax.platform import xla_only  # noqa: E402
 from pm_perm.kernels.partial_orders import partial_orders_core  # noqa: E402
 from pm_perm.kernels.plackett_luce import plackett_luce_core  # noqa: E402
-from tests.preferences._brute import every_top_k_order, random_tie_orders  # noqa: E402
+from pm_perm.reference.rankings import every_top_k_order, random_tie_orders  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 

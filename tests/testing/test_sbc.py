@@ -1,0 +1,208 @@
+"""pm_perm.testing.sbc: simulation-based calibration of a PyMC model.
+
+Fast: the machinery on a conjugate Normal-Normal model whose exact posterior is the sampler (no
+MCMC), so the ranks are uniform by construction, and a miscalibrated posterior is rejected.
+Slow: reduced SBC of pm_perm's own likelihoods with nutpie (the full run, 200 replications of
+five models, is ``benchmarks/sbc.py``; results in the docs).
+"""
+
+import matplotlib
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+
+from pm_perm import PermutationExpFamily, edge_logits
+from pm_perm.testing import SBCModel, plot_rank_histograms, run_sbc, uniformity_pvalue
+
+matplotlib.use("Agg")
+
+N_OBS = 10  # y_i ~ N(mu, 1), mu ~ N(0, 1): mu | y ~ N(sum y / (N + 1), 1 / (N + 1))
+
+
+def _normal_build(y):
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0, shape=2)
+        pm.Normal("y", mu[:, None], 1.0, observed=pm.Data("y_obs", y))
+    return model
+
+
+def _normal_spec(numpy_simulator=False):
+    def simulate(mu, rng=None):
+        if numpy_simulator:
+            return rng.normal(mu[:, None], 1.0, size=(2, N_OBS))
+        return pm.Normal.dist(mu[:, None], 1.0, shape=(2, N_OBS))
+
+    return SBCModel(shapes={"mu": (2,)}, priors={"mu": lambda r: r.normal(size=2)},
+                    build=_normal_build, simulate=simulate, numpy_simulator=numpy_simulator)
+
+
+def _posterior(scale=1.0, shift=0.0):
+    """An exact posterior sampler (scale = 1, shift = 0) or a miscalibrated one."""
+    def sample(model, y, rng):
+        assert model["mu"].type.shape == (2,)
+        mean = y.sum(axis=1) / (N_OBS + 1) + shift
+        return {"mu": rng.normal(mean, scale * (N_OBS + 1) ** -0.5, size=(400, 2))}
+    return sample
+
+
+@pytest.mark.parametrize("numpy_simulator", [False, True], ids=["pymc-simulator", "numpy"])
+def test_exact_posterior_gives_uniform_ranks(numpy_simulator):
+    """200 replications, ranks among 99 of 400 exact posterior draws, 10 bins per parameter
+    entry; fails at p < 1e-3: false-failure rate 0.2 % per case (two entries), fixed seed."""
+    ranks = run_sbc(_normal_spec(numpy_simulator), reps=200, sampler=_posterior(), seed=4)
+    assert list(ranks) == ["mu[0]", "mu[1]"]
+    for rk in ranks.values():
+        assert len(rk) == 200 and min(rk) >= 0 and max(rk) <= 99
+        assert uniformity_pvalue(rk)[0] > 1e-3
+
+
+@pytest.mark.parametrize("scale, shift", [(0.6, 0.0), (1.0, 0.15)], ids=["narrow", "biased"])
+def test_miscalibrated_posterior_is_rejected(scale, shift):
+    """A posterior 40 % too narrow or shifted by half its sd: every entry's ranks fail the
+    uniformity test at p < 1e-3 (the check has power; fixed seed)."""
+    ranks = run_sbc(_normal_spec(), reps=200, sampler=_posterior(scale, shift), seed=4)
+    for rk in ranks.values():
+        assert uniformity_pvalue(rk)[0] < 1e-3
+
+
+def test_replications_are_reproducible_and_progress_is_reported():
+    calls = []
+    a = run_sbc(_normal_spec(), reps=5, sampler=_posterior(), seed=2,
+                progress=lambda done, total: calls.append((done, total)))
+    b = run_sbc(_normal_spec(), reps=5, sampler=_posterior(), seed=2)
+    assert a == b and calls == [(i, 5) for i in range(1, 6)]
+    assert a != run_sbc(_normal_spec(), reps=5, sampler=_posterior(), seed=3)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="same parameters"):
+        SBCModel(shapes={"mu": (2,)}, priors={"sigma": np.abs}, build=_normal_build,
+                 simulate=None)
+    with pytest.raises(ValueError, match="sampler must be"):
+        run_sbc(_normal_spec(), reps=1, sampler="metropolis")
+    with pytest.raises(ValueError, match="n_thin = 500"):
+        run_sbc(_normal_spec(), reps=1, sampler=_posterior(), n_thin=500)
+
+
+def test_uniformity_pvalue_and_histograms():
+    p, counts = uniformity_pvalue(np.arange(100), n_thin=99, bins=5)
+    assert p == pytest.approx(1.0) and counts == [20] * 5
+    p, counts = uniformity_pvalue(np.zeros(100, int), n_thin=99, bins=5)
+    assert p < 1e-30 and counts == [100, 0, 0, 0, 0]
+    ranks = {"a[0]": list(range(100)), "b[0]": [0] * 100}
+    fig = plot_rank_histograms(ranks, bins=5, title="t")
+    assert [ax.get_title() for ax in fig.axes] == ["a[0]\np = 1.00", "b[0]\np = 0.00"]
+    assert fig._suptitle.get_text() == "t"
+
+
+# pm_perm's likelihoods with nutpie (slow). The models are those of benchmarks/sbc.py.
+
+
+def _matching(rng):
+    x = rng.normal(size=(20, 6, 6, 3))
+
+    def build(y_obs):
+        with pm.Model() as model:
+            theta = pm.Normal("theta", 0.0, 1.0, shape=3)
+            PermutationExpFamily("y", logits=edge_logits(x, theta), observed=pm.Data("y_obs",
+                                                                                     y_obs))
+        return model
+
+    return SBCModel({"theta": (3,)}, {"theta": lambda r: r.normal(size=3)}, build,
+                    lambda theta: PermutationExpFamily.dist(logits=edge_logits(x, theta)))
+
+
+def _ranking(rng):
+    M, d = 5, 2
+    psi = rng.normal(size=(15, M, d))
+    c = (M - np.arange(M)) / M
+
+    def logits(theta):
+        return pt.dot(psi, theta)[..., :, None] * c[None, None, :]
+
+    def build(y_obs):
+        with pm.Model() as model:
+            theta = pm.Normal("theta", 0.0, 1.0, shape=d)
+            PermutationExpFamily("y", logits=logits(theta), observed=pm.Data("y_obs", y_obs))
+        return model
+
+    return SBCModel({"theta": (d,)}, {"theta": lambda r: r.normal(size=d)}, build,
+                    lambda theta: PermutationExpFamily.dist(logits=logits(theta)))
+
+
+def _zero_sum(r, shape):
+    x = r.normal(size=shape)
+    for axis in range(len(shape)):
+        x = x - x.mean(axis=axis, keepdims=True)
+    return x
+
+
+def _rankings_full(rng):
+    from pm_perm.ops.partial_orders import partial_order_loglik_sum
+    from pm_perm.preferences.synthetic import default_positions, draw_ballots
+
+    M, n = 4, 40
+    c = default_positions(M)
+    length_probs = np.array([0.0, 0.3, 0.3, 0.0, 0.4])
+
+    def logits(u, tau, delta):
+        return u[:, None] * c[None, :] + tau * delta
+
+    def build(y_obs):
+        with pm.Model() as model:
+            u = pm.ZeroSumNormal("u", sigma=1.0, shape=M)
+            tau = pm.HalfNormal("tau", 1.0)
+            delta = pm.ZeroSumNormal("delta_raw", sigma=1.0, n_zerosum_axes=2, shape=(M, M))
+            y = pm.Data("y_obs", y_obs)
+            pm.Potential("ballots", partial_order_loglik_sum(logits(u, tau, delta), y,
+                                                             np.ones(n)))
+        return model
+
+    def simulate(u, tau, delta, rng):
+        return draw_ballots(n, logits=logits(u, tau, delta), length_probs=length_probs, rng=rng)
+
+    priors = {"u": lambda r: _zero_sum(r, (M,)), "tau": lambda r: np.abs(r.normal()),
+              "delta_raw": lambda r: _zero_sum(r, (M, M))}
+    return SBCModel({"u": (M,), "tau": (), "delta_raw": (M, M)}, priors, build, simulate,
+                    numpy_simulator=True)
+
+
+def _nutpie_sbc(make, reps, seed):
+    rng = np.random.default_rng(seed)
+    return run_sbc(make(rng), reps, draws=300, tune=300, sampler="nutpie", seed=seed, rng=rng)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("make", [_matching, _ranking], ids=["matching", "ranking"])
+def test_reduced_sbc(make):
+    """30 replications, 5 bins, p > 1e-3: a correct model fails with probability ~1e-3 per
+    parameter (5 parameters in the two models: false-failure rate about 0.5 %)."""
+    pytest.importorskip("nutpie")
+    ranks = _nutpie_sbc(make, reps=30, seed=11)
+    for param, rk in ranks.items():
+        assert len(rk) == 30 and min(rk) >= 0 and max(rk) <= 99
+        pval, _ = uniformity_pvalue(rk, bins=5)
+        assert pval > 1e-3, (param, rk)
+
+
+@pytest.mark.slow
+def test_sbc_full_ranking_model_on_top_k_data():
+    """200 replications of the full ranking model on top-k ballots (issue 18 acceptance).
+
+    21 parameters, each tested at p > 1e-4 over 10 bins: a correct model fails with
+    probability about 21 x 1e-4 = 0.2 %.
+    """
+    pytest.importorskip("nutpie")
+    ranks = _nutpie_sbc(_rankings_full, reps=200, seed=5)
+    for param, rk in ranks.items():
+        assert len(rk) == 200 and min(rk) >= 0 and max(rk) <= 99
+        pval, _ = uniformity_pvalue(rk, bins=10)
+        assert pval > 1e-4, (param, rk)
+
+
+def test_pymc_sampler_path():
+    """``sampler="pymc"``: pm.set_data and pm.sample (NUTS) per replication; ranks in range."""
+    ranks = run_sbc(_normal_spec(), reps=2, n_thin=49, draws=50, tune=50, chains=1,
+                    sampler="pymc", seed=1)
+    assert all(len(rk) == 2 and 0 <= min(rk) and max(rk) <= 49 for rk in ranks.values())
