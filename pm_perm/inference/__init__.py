@@ -15,41 +15,11 @@ that the distributions can register the step method and every task package can f
 * :mod:`~pm_perm.inference.step_methods`: :class:`PermutationSwapMetropolis`.
 """
 
-from pm_perm.inference.checks import (
-    STATIONARY_RTOL,
-    MapFitError,
-    SamplingError,
-    SamplingInterrupted,
-    check_draws,
-    check_find_map,
-    check_lbfgs_memory,
-    check_optimum,
-    sampler_warnings,
-)
-from pm_perm.inference.laplace import (
-    laplace_log_evidence,
-    laplace_whitening,
-    negative_hessian,
-    whitened_normal,
-)
-from pm_perm.inference.map import CompiledMAP, map_path
-from pm_perm.inference.sampling import checked_sample
+# each submodule's __all__ is the one list of its public names; the package re-exports them
+from pm_perm.inference import checks, laplace, map, sampling
+from pm_perm.inference.checks import *  # noqa: F403
+from pm_perm.inference.laplace import *  # noqa: F403
+from pm_perm.inference.map import *  # noqa: F403
+from pm_perm.inference.sampling import *  # noqa: F403
 
-__all__ = [
-    "STATIONARY_RTOL",
-    "CompiledMAP",
-    "MapFitError",
-    "SamplingError",
-    "SamplingInterrupted",
-    "check_draws",
-    "check_find_map",
-    "check_lbfgs_memory",
-    "check_optimum",
-    "checked_sample",
-    "laplace_log_evidence",
-    "laplace_whitening",
-    "map_path",
-    "negative_hessian",
-    "sampler_warnings",
-    "whitened_normal",
-]
+__all__ = [*checks.__all__, *laplace.__all__, *map.__all__, *sampling.__all__]

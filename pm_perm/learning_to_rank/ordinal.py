@@ -196,20 +196,14 @@ class OrdinalRanker(LinearRanker):
     prior_sigmas : sequence of float, default (0.1, 0.3, 1, 3, 10)
         Candidate prior scales; :meth:`fit_map` with a validation split keeps the one with the
         best validation NDCG@5 (the paper tunes its l2 strength on validation).
-    lbfgs_memory : int, default 10
-        L-BFGS-B memory of :meth:`fit_map`; see
-        :class:`~pm_perm.learning_to_rank.rankmatch.RankMatch` for its effect on MQ2008.
-    standardize : bool, default True
-        Fit on standardised features (:class:`~pm_perm.learning_to_rank._scoring.LinearRanker`).
-    maxiter : int, default 50000
-        L-BFGS-B iteration limit of each fit of :meth:`fit_map`.
+    lbfgs_memory, standardize, maxiter : int, bool, int, default 10, True, 50000
+        As for every linear ranker (:class:`~pm_perm.learning_to_rank._scoring.LinearRanker`).
 
     Attributes
     ----------
     padded_ : PaddedQueries
-        The training queries; the fitted attributes (``theta_``, ``theta_draws_``,
-        ``prior_sigma_``, ...) and methods are those of
-        :class:`~pm_perm.learning_to_rank._scoring.LinearRanker`.
+        The training queries; the fitted attributes and methods are
+        :class:`~pm_perm.learning_to_rank._scoring.LinearRanker`'s.
 
     Notes
     -----

@@ -358,17 +358,14 @@ class RankMatch(LinearRanker):
         iterations of 10 for the same test NDCG (``benchmarks/bench_ranking.py --lbfgs-memory
         10 50``); 10, scipy's default, stays the default because the recorded benchmarks use
         it.
-    standardize : bool, default True
-        Fit on standardised features (:class:`~pm_perm.learning_to_rank._scoring.LinearRanker`).
-    maxiter : int, default 50000
-        L-BFGS-B iteration limit of each fit of :meth:`fit_map`.
+    standardize, maxiter : bool, int, default True, 50000
+        As for every linear ranker (:class:`~pm_perm.learning_to_rank._scoring.LinearRanker`).
 
     Attributes
     ----------
     subsets_ : RankMatchSubsets
-        The training subsets; the fitted attributes (``theta_``, ``theta_draws_``,
-        ``prior_sigma_``, ...) and methods are those of
-        :class:`~pm_perm.learning_to_rank._scoring.LinearRanker`.
+        The training subsets; the fitted attributes and methods are
+        :class:`~pm_perm.learning_to_rank._scoring.LinearRanker`'s.
 
     Notes
     -----

@@ -7,42 +7,10 @@ Modules: :mod:`~pm_perm.matching.features` (descriptors, edge features),
 in :mod:`pm_perm.datasets.cmu_house` and :mod:`pm_perm.datasets.mpeg7`.
 """
 
-from pm_perm.matching.data import make_silhouette_pairs
-from pm_perm.matching.features import edge_features, normalized_coordinates, shape_context
-from pm_perm.matching.model import (
-    MapFit,
-    baseline_prior_mean,
-    calibration_table,
-    feature_scale,
-    fit_map,
-    fit_max_margin,
-    fit_nuts,
-    hamming_error,
-    log_likelihood,
-    matching_model,
-    no_learning_theta,
-    posterior_matching_marginals,
-    predict,
-    sub_matchings,
-)
+# each submodule's __all__ is the one list of its public names; the package re-exports them
+from pm_perm.matching import data, features, model
+from pm_perm.matching.data import *  # noqa: F403
+from pm_perm.matching.features import *  # noqa: F403
+from pm_perm.matching.model import *  # noqa: F403
 
-__all__ = [
-    "MapFit",
-    "baseline_prior_mean",
-    "calibration_table",
-    "edge_features",
-    "feature_scale",
-    "fit_map",
-    "fit_max_margin",
-    "fit_nuts",
-    "hamming_error",
-    "log_likelihood",
-    "make_silhouette_pairs",
-    "matching_model",
-    "no_learning_theta",
-    "normalized_coordinates",
-    "posterior_matching_marginals",
-    "predict",
-    "shape_context",
-    "sub_matchings",
-]
+__all__ = [*data.__all__, *features.__all__, *model.__all__]
