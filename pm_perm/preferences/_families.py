@@ -1,6 +1,9 @@
-"""The ranking-model families and the name of each one's order parameter (private)."""
+"""The ranking-model families, the name of each one's order parameter, and the check of
+posterior probability vectors (private to :mod:`pm_perm.preferences`)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 FAMILIES = ("plackett-luce", "rank-one", "full")
 
@@ -14,3 +17,16 @@ def check_family(family):
 def param_name(family):
     """The order model's parameter: utilities ``"u"`` (Plackett-Luce) or logits ``"W"``."""
     return "u" if family == "plackett-luce" else "W"
+
+
+def check_probability_vectors(label, probs, atol=1e-6):
+    """Each row of ``probs`` (S, n) must be a probability vector: finite, non-negative, summing
+    to 1 within ``atol``."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.all(np.isfinite(probs) & (probs >= 0), axis=-1)
+                & (np.abs(probs.sum(axis=-1) - 1) <= atol))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        where = f" (draw {i})" if probs.shape[0] > 1 else ""
+        raise ValueError(f"{label}{where} is {np.array2string(probs[i], precision=4)}: it must "
+                         f"be non-negative and sum to 1")

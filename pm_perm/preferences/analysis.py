@@ -38,8 +38,7 @@ def _check_post(post, family):
     """Raise unless ``family`` is a valid name, ``post["params"]`` has its shape and
     ``post["weights"]`` one probability vector of mixture weights per draw (as
     :func:`~pm_perm.preferences.models.posterior_params` checks them)."""
-    from pm_perm.preferences._families import check_family
-    from pm_perm.preferences.models import _check_probability_vectors
+    from pm_perm.preferences._families import check_family, check_probability_vectors
 
     check_family(family)
     shape = np.shape(post["params"])
@@ -53,7 +52,7 @@ def _check_post(post, family):
     if w_shape != shape[:2]:
         raise ValueError(f"post['weights'] must have shape (S, K) = {shape[:2]} (one mixture "
                          f"weight per component of post['params']); got {w_shape}")
-    _check_probability_vectors("post['weights']", np.asarray(post["weights"], dtype=np.float64))
+    check_probability_vectors("post['weights']", np.asarray(post["weights"], dtype=np.float64))
 
 
 def _model_kwargs(family, params, weights):

@@ -58,7 +58,12 @@ import pytensor.tensor as pt
 from pymc.util import get_default_varnames
 
 from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, checked_sample
-from pm_perm.preferences._families import FAMILIES, check_family, param_name
+from pm_perm.preferences._families import (
+    FAMILIES,
+    check_family,
+    check_probability_vectors,
+    param_name,
+)
 from pm_perm.preferences.posterior import relabel_components
 
 __all__ = [
@@ -654,18 +659,5 @@ def posterior_params(source, family):
     if not np.all(np.isfinite(params)):
         raise ValueError(f"{name!r} holds non-finite values; pass a converged fit")
     for label, probs in (("mixture_weights", w), ("length_probs", lp)):
-        _check_probability_vectors(label, probs)
+        check_probability_vectors(label, probs)
     return {"params": params, "weights": w, "length_probs": lp}
-
-
-def _check_probability_vectors(label, probs, atol=1e-6):
-    """Each row of ``probs`` (S, n) must be a probability vector: finite, non-negative, summing
-    to 1 within ``atol``."""
-    with np.errstate(invalid="ignore"):
-        bad = ~(np.all(np.isfinite(probs) & (probs >= 0), axis=-1)
-                & (np.abs(probs.sum(axis=-1) - 1) <= atol))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        where = f" (draw {i})" if probs.shape[0] > 1 else ""
-        raise ValueError(f"{label}{where} is {np.array2string(probs[i], precision=4)}: it must "
-                         f"be non-negative and sum to 1")
