@@ -1,7 +1,7 @@
 """The console command after a plain ``pip install`` of this checkout into an EMPTY virtual
-environment (no system site packages, no extras): every ``pm-perm`` subcommand (``rank`` with each
-model, ``rankings``) must run with the dependencies the package declares (it once failed with
-``No module named 'sklearn'``).
+environment (no system site packages, no extras): every ``pm-perm`` subcommand (``learn-to-rank``
+with each model, ``preferences``) must run with the dependencies the package declares (it once
+failed with ``No module named 'sklearn'``).
 
 Marked ``packaging`` (run with ``--packaging``; ``.ci/run`` runs it beside the test suite): alone
 it takes 30-50 s, with pip's download cache, and the compile caches full or empty.

@@ -77,7 +77,7 @@ MODELS = {"plackett-luce": "plackett_luce_model", "rank-one": "rank_one_model",
 
 
 def add_parser(subparsers):
-    """Register the ``rankings`` subcommand on an ``argparse`` sub-parser collection."""
+    """Register the ``preferences`` subcommand on an ``argparse`` sub-parser collection."""
     p = subparsers.add_parser("preferences",
                               help="Bayesian analysis of ranking data (PrefLib files)",
                               description=__doc__.split("\n\n")[0])

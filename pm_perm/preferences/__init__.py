@@ -4,7 +4,7 @@ Value convention (rank form, ``-1`` = unranked, ties share the smallest position
 block): ``docs/guide/preferences_data.md``.
 
 The names below are imported on first use (PEP 562): ``pm-perm --help`` imports this package
-for its ``rankings`` subcommand and needs neither the reader nor numba for that. The
+for its ``preferences`` subcommand and needs neither the reader nor numba for that. The
 modules: :mod:`~pm_perm.preferences.data` (``RankingData``), :mod:`~pm_perm.preferences.preflib`
 (PrefLib reader and writer).
 """
