@@ -104,7 +104,7 @@ def test_site_renders_in_chromium(site, tmp_path):
     shots = Path(os.environ.get("PM_PERM_SCREENSHOTS", tmp_path / "screenshots"))
     problems = check_site.run_check(site, screenshots=shots)
     assert problems == [], "\n".join(problems)
-    for name in ("index.png", "guide_ranking.png", "api_distributions.png"):
+    for name in ("index.png", "guide_learning_to_rank.png", "api_distributions.png"):
         png = shots / name
         assert png.is_file() and png.stat().st_size > 10_000, name
     assert shutil.which("chromium") or os.environ.get("CHROMIUM")
