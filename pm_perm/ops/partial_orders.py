@@ -29,7 +29,7 @@ from numba import types
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
+from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
@@ -42,7 +42,11 @@ from pm_perm.kernels.partial_orders import (
     make_partial_orders_kernel,
 )
 from pm_perm.kernels.permanent import EXACT_MAX_M
-from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
+from pm_perm.ops._blockwise import (
+    EmptyBatchBlockwise,
+    register_core_ops,
+    register_value_only_rewrite,
+)
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 from pm_perm.ops._shapes import check_static_square
 
@@ -368,17 +372,9 @@ def _numba_partial_order_loglik_and_grad(op, node, **kwargs):
 # ----------------------------------------------------------------------------- graph rewrites
 
 
-@register_specialize
-@node_rewriter([Blockwise])
-def local_partial_order_sum_value_only(fgraph, node):
-    """Replace the two-output Op by the value-only one when the gradient has no client."""
-    if not isinstance(node.op.core_op, PartialOrderLoglikSumAndGrad):
-        return None
-    if fgraph.clients.get(node.outputs[1]):
-        return None
-    new = EmptyBatchBlockwise(PartialOrderLoglikSum(node.op.core_op.max_m))(*node.inputs)
-    copy_stack_trace(node.outputs[0], new)
-    return {node.outputs[0]: new}
+local_partial_order_sum_value_only = register_value_only_rewrite(
+    "local_partial_order_sum_value_only", PartialOrderLoglikSumAndGrad,
+    lambda core: EmptyBatchBlockwise(PartialOrderLoglikSum(core.max_m)), "gradient")
 
 
 def _core_of(var, cls):
