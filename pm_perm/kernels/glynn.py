@@ -55,7 +55,7 @@ from numba import carray, prange
 from numba.np.ufunc import parallel as _numba_parallel
 
 from pm_perm._numba import njit
-from pm_perm.kernels._bitgen import generator_at
+from pm_perm.kernels._bitgen import square_draw_kernel
 from pm_perm.kernels._checks import (
     as_size,
     as_square_logits,
@@ -442,13 +442,7 @@ def make_glynn_draw_kernel(version):
     call beyond the DP's limit: ``draw_kernel(bitgen, w, m0, m1, out)`` as
     :func:`pm_perm.kernels.permutation_sampler.make_permutation_draw_kernel`, by
     :func:`draw_glynn_into`."""
-
-    def draw_kernel(bitgen, w, m0, m1, out):
-        if version < 0:  # never true; referencing version puts it into numba's cache key
-            return -1
-        return draw_glynn_into(generator_at(bitgen), carray(w, (m0, m1)), carray(out, m0))
-
-    return draw_kernel
+    return square_draw_kernel(draw_glynn_into, version)
 
 
 @njit(cache=True)

@@ -12,10 +12,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import carray
 
 from pm_perm._numba import njit
-from pm_perm.kernels._bitgen import generator_at
+from pm_perm.kernels._bitgen import square_draw_kernel
 from pm_perm.kernels._checks import as_size, as_square_logits, square_logits_status
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 from pm_perm.kernels.permanent import EXACT_MAX_M, check_exact_size, log_permanent
@@ -121,13 +120,7 @@ def make_permutation_draw_kernel(version):
     :mod:`pm_perm.kernels._bitgen`), writing the draw to the (m0,) int64 array at ``out``, and
     returns the status. ``version`` keys numba's cache as in :func:`make_log_permanent_kernel`.
     """
-
-    def draw_kernel(bitgen, w, m0, m1, out):
-        if version < 0:  # never true; referencing version puts it into numba's cache key
-            return -1
-        return draw_permutation_into(generator_at(bitgen), carray(w, (m0, m1)), carray(out, m0))
-
-    return draw_kernel
+    return square_draw_kernel(draw_permutation_into, version)
 
 
 @njit(cache=True)
