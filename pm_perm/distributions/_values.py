@@ -12,8 +12,21 @@ that (a library must not patch its host): pass such a value as a float tensor
 from __future__ import annotations
 
 import pytensor.tensor as pt
+from pytensor.tensor.random.op import RandomVariable
 
-__all__ = ["integer_rows", "value_rows"]
+__all__ = ["IntegerRV", "integer_rows", "value_rows"]
+
+
+class IntegerRV(RandomVariable):
+    """Shared declaration of pm_perm's RandomVariables: int64 values, printed under the name of
+    their distribution (the class attribute ``dist_name``, e.g. ``"PlackettLuce"``)."""
+
+    dtype = "int64"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "dist_name" in cls.__dict__:
+            cls._print_name = (cls.dist_name, f"\\operatorname{{{cls.dist_name}}}")
 
 
 def integer_rows(value):

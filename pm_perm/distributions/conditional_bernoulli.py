@@ -17,11 +17,11 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
-from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions import _count_labels as labels
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok
 from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
+from pm_perm.distributions._values import IntegerRV
 from pm_perm.kernels._checks import c_array
 from pm_perm.kernels._tilted_dp import n_finite
 from pm_perm.kernels.count_draws import (
@@ -50,13 +50,12 @@ def _draw_row(rng, logits, k):
     return sample_conditional_bernoulli_core(rng, row, int(k))
 
 
-class ConditionalBernoulliRV(RandomVariable):
+class ConditionalBernoulliRV(IntegerRV):
     """Binary vector with exactly ``k`` ones: ``p(y) = exp(theta . y) / e_k(exp theta)``."""
 
     name = "conditional_bernoulli"
     signature = "(n),()->(n)"
-    dtype = "int64"
-    _print_name = ("ConditionalBernoulli", "\\operatorname{ConditionalBernoulli}")
+    dist_name = "ConditionalBernoulli"
 
     @classmethod
     def rng_fn(cls, rng, logits, k, size):

@@ -17,11 +17,11 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
-from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions import _count_labels as labels
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
+from pm_perm.distributions._values import IntegerRV
 from pm_perm.kernels._checks import c_array
 from pm_perm.kernels.count_draws import DRAW_NCHOOSEK, sample_nchoosek_core
 from pm_perm.kernels.esp import nchoosek_marginals
@@ -38,13 +38,12 @@ _NO_VALUE_MSG = (
 )
 
 
-class NChooseKRV(RandomVariable):
+class NChooseKRV(IntegerRV):
     """Count ``k ~ count_probs``, then ``y | k ~ ConditionalBernoulli(logits, k)``."""
 
     name = "n_choose_k"
     signature = "(n),(m)->(n)"
-    dtype = "int64"
-    _print_name = ("NChooseK", "\\operatorname{NChooseK}")
+    dist_name = "NChooseK"
 
     @classmethod
     def rng_fn(cls, rng, logits, count_probs, size):

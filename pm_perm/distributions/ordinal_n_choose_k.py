@@ -18,11 +18,11 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.graph.basic import Variable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
-from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions import _count_labels as labels
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._shapes import check_observed_batch, static_last_dim
+from pm_perm.distributions._values import IntegerRV
 from pm_perm.kernels._checks import as_float_array, c_array
 from pm_perm.kernels.count_draws import DRAW_ORDINAL, sample_ordinal_core
 from pm_perm.ops.cardinality import log_esp
@@ -57,13 +57,12 @@ def optimal_ranking(logits):
 
 
 
-class OrdinalNChooseKRV(RandomVariable):
+class OrdinalNChooseKRV(IntegerRV):
     """Ordinal labels drawn level by level from R-1 down to 1 (see ``OrdinalNChooseK``)."""
 
     name = "ordinal_n_choose_k"
     signature = "(n),(r,m),()->(n)"
-    dtype = "int64"
-    _print_name = ("OrdinalNChooseK", "\\operatorname{OrdinalNChooseK}")
+    dist_name = "OrdinalNChooseK"
 
     @classmethod
     def rng_fn(cls, rng, logits, count_probs, use_prior, size):

@@ -14,11 +14,10 @@ from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
-from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
-from pm_perm.distributions._values import integer_rows, value_rows
+from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
 from pm_perm.distributions.permutation import NO_ITEM_MSG, permutation_draw_numba
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
@@ -49,7 +48,7 @@ def _check_draw_parameters(weights, length_probs, M):
         raise ValueError("PartialRanking: length_probs must be a simplex (k = 0..M items ranked)")
 
 
-class PartialRankingRV(RandomVariable):
+class PartialRankingRV(IntegerRV):
     """Draws of rank-form rankings: complete, or top-k with ``k ~ length_probs``.
 
     Inputs: ``logits`` (..., M, M), ``weights`` (...) (logp only), ``length_probs`` (..., M + 1)
@@ -58,8 +57,7 @@ class PartialRankingRV(RandomVariable):
 
     name = "partial_ranking"
     signature = "(m,m),(),(l)->(m)"
-    dtype = "int64"
-    _print_name = ("PartialRanking", "\\operatorname{PartialRanking}")
+    dist_name = "PartialRanking"
 
     @classmethod
     def rng_fn(cls, rng, logits, weights, length_probs, size):

@@ -20,6 +20,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
+from pm_perm.distributions._values import IntegerRV
 from pm_perm.kernels._checks import non_permutation_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.glynn import (
@@ -83,13 +84,12 @@ _BUDGET_MSG = (
 )
 
 
-class PermutationExpFamilyRV(RandomVariable):
+class PermutationExpFamilyRV(IntegerRV):
     """Exact draws of permutations: ``logits`` (..., M, M) -> ``y`` (..., M) int64."""
 
     name = "permutation_exp_family"
     signature = "(m,m)->(m)"
-    dtype = "int64"
-    _print_name = ("PermutationExpFamily", "\\operatorname{PermutationExpFamily}")
+    dist_name = "PermutationExpFamily"
     # : tells :mod:`pm_perm.inference.step_methods` that values are permutations (swap-move step
     # method)
     support_is_permutation = True

@@ -15,11 +15,10 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
-from pytensor.tensor.random.op import RandomVariable
 
 from pm_perm.distributions._params import select_last
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
-from pm_perm.distributions._values import integer_rows, value_rows
+from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
     PL_DRAW_ERRORS,
@@ -48,7 +47,7 @@ def _check_weights_np(weights):
     return w
 
 
-class PlackettLuceRV(RandomVariable):
+class PlackettLuceRV(IntegerRV):
     """Exact PL draws: utilities (..., M), weights (...), length_probs (..., L) -> (..., M) int64.
 
     ``length_probs`` of length 0 means complete rankings; weights do not affect draws (they
@@ -57,8 +56,7 @@ class PlackettLuceRV(RandomVariable):
 
     name = "plackett_luce"
     signature = "(m),(),(l)->(m)"
-    dtype = "int64"
-    _print_name = ("PlackettLuce", "\\operatorname{PlackettLuce}")
+    dist_name = "PlackettLuce"
 
     @classmethod
     def rng_fn(cls, rng, utilities, weights, length_probs, size):

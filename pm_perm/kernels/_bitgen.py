@@ -12,11 +12,11 @@ with the ``Generator`` itself.
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import carray, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["generator_at"]
+__all__ = ["generator_at", "square_draw_kernel"]
 
 _BITGEN_TYPE = types.NumPyRandomBitGeneratorType("bit_generator")
 
@@ -50,3 +50,19 @@ def generator_at(typingctx, bitgen):
         return gen._getvalue()
 
     return sig, codegen
+
+
+def square_draw_kernel(draw_into, version):
+    """Body of the C callable of an exact permutation sampler (``numba.cfunc``, see
+    :mod:`pm_perm.ops._extern`): ``draw_kernel(bitgen, w, m0, m1, out)`` runs
+    ``draw_into(rng, W, out) -> status`` on the C-contiguous (m0, m1) float64 logits at ``w``
+    with the caller's random stream (numpy's ``bitgen_t`` at ``bitgen``, :func:`generator_at`),
+    writing the draw to the (m0,) int64 array at ``out``, and returns the status. ``version``
+    keys numba's cache as in :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`."""
+
+    def draw_kernel(bitgen, w, m0, m1, out):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        return draw_into(generator_at(bitgen), carray(w, (m0, m1)), carray(out, m0))
+
+    return draw_kernel

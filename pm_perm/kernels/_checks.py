@@ -93,6 +93,32 @@ def finite_or_minus_inf(W):
     return True
 
 
+def square_draw_errors(limit_message, *more):
+    """The messages of an exact permutation sampler's statuses: ``""`` (0), those of
+    :func:`square_logits_status` (1 and 3; ``limit_message`` names the sampler's limit, 2),
+    no permutation avoiding the ``-inf`` logits (4), then the sampler's own (``more``)."""
+    return ("", "logits must be a square (M, M) matrix with M >= 1", limit_message,
+            "logits contain NaN, +inf or a finite value beyond 1e300",
+            "cannot sample: no permutation avoids the -inf logits", *more)
+
+
+def raising_sampler(draw_into, messages, name, doc):
+    """The numba function ``name(rng, W) -> y`` (M,) int64 (docstring ``doc``): one draw by
+    ``draw_into(rng, W, out) -> status`` into a new array, raising ``ValueError`` with
+    ``messages[status]`` for a nonzero status."""
+
+    def sampler(rng, W):
+        out = np.empty(W.shape[0], dtype=np.int64)
+        status = draw_into(rng, W, out)
+        if status != 0:
+            raise ValueError(messages[status])
+        return out
+
+    sampler.__name__ = sampler.__qualname__ = name
+    sampler.__doc__ = doc
+    return njit(cache=True)(sampler)
+
+
 @njit(cache=True)
 def square_logits_status(W, max_m):
     """The input check of the exact permutation samplers, which return a status instead of

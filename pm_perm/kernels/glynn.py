@@ -55,12 +55,14 @@ from numba import carray, prange
 from numba.np.ufunc import parallel as _numba_parallel
 
 from pm_perm._numba import njit
-from pm_perm.kernels._bitgen import generator_at
+from pm_perm.kernels._bitgen import square_draw_kernel
 from pm_perm.kernels._checks import (
     as_size,
     as_square_logits,
     c_array,
     finite_or_minus_inf,
+    raising_sampler,
+    square_draw_errors,
     square_logits_status,
 )
 from pm_perm.kernels.assignment import dual_scaled
@@ -372,14 +374,8 @@ def make_glynn_kernel(version):
 
 
 #: Messages of the Glynn sampler's errors, indexed by the status of :func:`draw_glynn_into`.
-GLYNN_DRAW_ERRORS = (
-    "",
-    "logits must be a square (M, M) matrix with M >= 1",
-    "M is beyond GLYNN_MAX_M = 32 of the Glynn sampler",
-    "logits contain NaN, +inf or a finite value beyond 1e300",
-    "cannot sample: no permutation avoids the -inf logits",
-    "Glynn sampler: the permanent lost all precision (NaN)",
-)
+GLYNN_DRAW_ERRORS = square_draw_errors("M is beyond GLYNN_MAX_M = 32 of the Glynn sampler",
+                                       "Glynn sampler: the permanent lost all precision (NaN)")
 
 
 @njit(cache=True)
@@ -425,16 +421,11 @@ def draw_glynn_into(rng, W, out):
     return 0
 
 
-@njit(cache=True)
-def glynn_sample_permutation_core(rng, W):
+glynn_sample_permutation_core = raising_sampler(
+    draw_glynn_into, GLYNN_DRAW_ERRORS, "glynn_sample_permutation_core",
     """One exact draw of ``y`` (M,) int64 by Glynn's formula (:func:`draw_glynn_into`). Raises
     ``ValueError`` for a non-square matrix, M beyond ``GLYNN_MAX_M``, NaN or ``+inf`` logits, or
-    ``perm(exp W) = 0``."""
-    out = np.empty(W.shape[0], dtype=np.int64)
-    status = draw_glynn_into(rng, W, out)
-    if status != 0:
-        raise ValueError(GLYNN_DRAW_ERRORS[status])
-    return out
+    ``perm(exp W) = 0``.""")
 
 
 def make_glynn_draw_kernel(version):
@@ -442,13 +433,7 @@ def make_glynn_draw_kernel(version):
     call beyond the DP's limit: ``draw_kernel(bitgen, w, m0, m1, out)`` as
     :func:`pm_perm.kernels.permutation_sampler.make_permutation_draw_kernel`, by
     :func:`draw_glynn_into`."""
-
-    def draw_kernel(bitgen, w, m0, m1, out):
-        if version < 0:  # never true; referencing version puts it into numba's cache key
-            return -1
-        return draw_glynn_into(generator_at(bitgen), carray(w, (m0, m1)), carray(out, m0))
-
-    return draw_kernel
+    return square_draw_kernel(draw_glynn_into, version)
 
 
 @njit(cache=True)

@@ -12,11 +12,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import carray
 
 from pm_perm._numba import njit
-from pm_perm.kernels._bitgen import generator_at
-from pm_perm.kernels._checks import as_size, as_square_logits, square_logits_status
+from pm_perm.kernels._bitgen import square_draw_kernel
+from pm_perm.kernels._checks import (
+    as_size,
+    as_square_logits,
+    raising_sampler,
+    square_draw_errors,
+    square_logits_status,
+)
 from pm_perm.kernels.assignment import dual_scaled, max_weight_assignment_core
 from pm_perm.kernels.permanent import EXACT_MAX_M, check_exact_size, log_permanent
 from pm_perm.kernels.subset_dp import DEBRUIJN, ENUMERATE_MAX_M, backward, ctz, padded, workspace
@@ -74,13 +79,8 @@ def _sampler_table(W):
 
 #: Messages of the exact sampler's input errors, indexed by the status of
 #: :func:`draw_permutation_into`.
-DRAW_ERRORS = (
-    "",
-    "logits must be a square (M, M) matrix with M >= 1",
-    "M is beyond the exact limit EXACT_MAX_M = 26 of the exact sampler",
-    "logits contain NaN, +inf or a finite value beyond 1e300",
-    "cannot sample: no permutation avoids the -inf logits",
-)
+DRAW_ERRORS = square_draw_errors(
+    "M is beyond the exact limit EXACT_MAX_M = 26 of the exact sampler")
 
 
 @njit(cache=True)
@@ -99,18 +99,13 @@ def draw_permutation_into(rng, W, out):
     return 0
 
 
-@njit(cache=True)
-def sample_permutation_core(rng, W):
+sample_permutation_core = raising_sampler(
+    draw_permutation_into, DRAW_ERRORS, "sample_permutation_core",
     """One exact draw of ``y`` (M,) int64 for one (M, M) logits matrix.
 
     Checks its input: raises ``ValueError`` (a message of ``DRAW_ERRORS``) for a non-square
     matrix, M beyond ``EXACT_MAX_M``, NaN or ``+inf`` logits, or ``perm(exp W) = 0``.
-    """
-    out = np.empty(W.shape[0], dtype=np.int64)
-    status = draw_permutation_into(rng, W, out)
-    if status != 0:
-        raise ValueError(DRAW_ERRORS[status])
-    return out
+    """)
 
 
 def make_permutation_draw_kernel(version):
@@ -121,13 +116,7 @@ def make_permutation_draw_kernel(version):
     :mod:`pm_perm.kernels._bitgen`), writing the draw to the (m0,) int64 array at ``out``, and
     returns the status. ``version`` keys numba's cache as in :func:`make_log_permanent_kernel`.
     """
-
-    def draw_kernel(bitgen, w, m0, m1, out):
-        if version < 0:  # never true; referencing version puts it into numba's cache key
-            return -1
-        return draw_permutation_into(generator_at(bitgen), carray(w, (m0, m1)), carray(out, m0))
-
-    return draw_kernel
+    return square_draw_kernel(draw_permutation_into, version)
 
 
 @njit(cache=True)

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 from pytensor.graph.replace import _vectorize_node
+from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
 from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.rewriting.basic import register_specialize
 
-__all__ = ["EmptyBatchBlockwise", "core_op_of", "register_core_ops"]
+__all__ = ["EmptyBatchBlockwise", "core_op_of", "register_core_ops", "register_value_only_rewrite"]
 
 
 class EmptyBatchBlockwise(Blockwise):
@@ -72,3 +74,24 @@ def register_core_ops(*op_classes):
     module's :class:`EmptyBatchBlockwise` instead of PyTensor's ``Blockwise``."""
     for cls in op_classes:
         _vectorize_node.register(cls, _vectorize_core)
+
+
+def register_value_only_rewrite(name, both_cls, value_op, unused):
+    """Register in ``specialize`` (as ``name``) and return the rewrite that replaces a
+    ``Blockwise`` of the two-output core Op class ``both_cls`` whose second output (the
+    ``unused`` one, a word for the docstring) has no client by ``value_op(core_op)`` applied
+    to the same inputs: the value-only Op, which skips the second output's work."""
+
+    def rewrite(fgraph, node):
+        if not isinstance(node.op.core_op, both_cls):
+            return None
+        if fgraph.clients.get(node.outputs[1]):
+            return None
+        new = value_op(node.op.core_op)(*node.inputs)
+        copy_stack_trace(node.outputs[0], new)
+        return {node.outputs[0]: new}
+
+    rewrite.__name__ = rewrite.__qualname__ = name
+    rewrite.__doc__ = (f"Replace the two-output Op by the value-only one when the {unused} has "
+                       "no client.")
+    return register_specialize(node_rewriter([Blockwise])(rewrite))

@@ -32,11 +32,8 @@ from numba import types
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm._numba import njit
 from pm_perm.kernels._checks import c_array
@@ -47,7 +44,11 @@ from pm_perm.kernels.esp import (
     ESP_VALUE,
     make_esp_kernel,
 )
-from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
+from pm_perm.ops._blockwise import (
+    EmptyBatchBlockwise,
+    register_core_ops,
+    register_value_only_rewrite,
+)
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 __all__ = [
@@ -191,17 +192,8 @@ _log_esp_both = EmptyBatchBlockwise(LogESPAndMarginals())
 _log_esp_value = EmptyBatchBlockwise(LogESP())
 
 
-@register_specialize
-@node_rewriter([Blockwise])
-def local_log_esp_value_only(fgraph, node):
-    """Replace the two-output Op by the value-only one when the marginals have no client."""
-    if not isinstance(node.op.core_op, LogESPAndMarginals):
-        return None
-    if fgraph.clients.get(node.outputs[1]):
-        return None
-    new = _log_esp_value(*node.inputs)
-    copy_stack_trace(node.outputs[0], new)
-    return {node.outputs[0]: new}
+local_log_esp_value_only = register_value_only_rewrite(
+    "local_log_esp_value_only", LogESPAndMarginals, lambda core: _log_esp_value, "marginals")
 
 
 def log_esp(theta, k):

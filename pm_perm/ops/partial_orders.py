@@ -29,7 +29,7 @@ from numba import types
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import copy_stack_trace, node_rewriter
+from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
@@ -42,8 +42,13 @@ from pm_perm.kernels.partial_orders import (
     make_partial_orders_kernel,
 )
 from pm_perm.kernels.permanent import EXACT_MAX_M
-from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
+from pm_perm.ops._blockwise import (
+    EmptyBatchBlockwise,
+    register_core_ops,
+    register_value_only_rewrite,
+)
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
+from pm_perm.ops._ranking import RankingKernelOp
 from pm_perm.ops._shapes import check_static_square
 
 __all__ = [
@@ -88,13 +93,19 @@ def _core_inputs(W, orders, weights, max_m):
     return inputs
 
 
-class _PartialOrderOp(Op):
+class _PartialOrderOp(RankingKernelOp, Op):
     """Shared construction: ``max_m`` is part of the props (and so of the numba cache key)."""
 
     __props__ = ("max_m",)
 
     def __init__(self, max_m=None):
         self.max_m = int(partial_order_max_m() if max_m is None else max_m)
+
+    def _inputs(self, W, orders, weights=None):
+        return _core_inputs(W, orders, weights, self.max_m)
+
+    def _kernel(self, W, orders, weights, want_grad):
+        return _run(W, orders, weights, want_grad)
 
     def _check_runtime(self, W, orders, weights=None):
         M = W.shape[-1]
@@ -113,19 +124,10 @@ class PartialOrderLoglik(_PartialOrderOp):
     """Core Op: per-order ``log p`` for logits (M, M) and orders (n, M) -> (n,)."""
 
     gufunc_signature = "(m,m),(n,m)->(n)"
+    output_names = ("values",)
 
     def make_node(self, W, orders):
-        W, orders = _core_inputs(W, orders, None, self.max_m)
-        out = pt.tensor(dtype="float64", shape=(orders.type.shape[0],))
-        return Apply(self, [W, orders], [out])
-
-    def perform(self, node, inputs, output_storage):
-        W, orders = inputs
-        self._check_runtime(W, orders)
-        output_storage[0][0] = _run(W, orders, None, False)[1]
-
-    def infer_shape(self, node, input_shapes):
-        return [(input_shapes[1][0],)]
+        return self._apply(W, orders)
 
     def connection_pattern(self, node):
         return [[True], [False]]
@@ -141,22 +143,10 @@ class PartialOrderLoglikSumAndGrad(_PartialOrderOp):
     and weights (n,), from one suffix table and one adjoint sweep."""
 
     gufunc_signature = "(m,m),(n,m),(n)->(),(m,m)"
+    output_names = ("total", "grad")
 
     def make_node(self, W, orders, weights):
-        inputs = _core_inputs(W, orders, weights, self.max_m)
-        outs = [pt.tensor(dtype="float64", shape=()),
-                pt.tensor(dtype="float64", shape=inputs[0].type.shape)]
-        return Apply(self, inputs, outs)
-
-    def perform(self, node, inputs, output_storage):
-        W, orders, weights = inputs
-        self._check_runtime(W, orders, weights)
-        total, _, grad = _run(W, orders, weights, True)
-        output_storage[0][0] = np.asarray(total, dtype=np.float64)
-        output_storage[1][0] = grad
-
-    def infer_shape(self, node, input_shapes):
-        return [(), input_shapes[0]]
+        return self._apply(W, orders, weights)
 
     def connection_pattern(self, node):
         return [[True, True], [False, False], [True, True]]
@@ -179,18 +169,10 @@ class PartialOrderLoglikSum(_PartialOrderOp):
     needs the gradient. Its pullback is the gradient output of the two-output Op."""
 
     gufunc_signature = "(m,m),(n,m),(n)->()"
+    output_names = ("total",)
 
     def make_node(self, W, orders, weights):
-        inputs = _core_inputs(W, orders, weights, self.max_m)
-        return Apply(self, inputs, [pt.tensor(dtype="float64", shape=())])
-
-    def perform(self, node, inputs, output_storage):
-        W, orders, weights = inputs
-        self._check_runtime(W, orders, weights)
-        output_storage[0][0] = np.asarray(_run(W, orders, weights, False)[0], dtype=np.float64)
-
-    def infer_shape(self, node, input_shapes):
-        return [()]
+        return self._apply(W, orders, weights)
 
     def connection_pattern(self, node):
         return [[True], [False], [True]]
@@ -209,22 +191,10 @@ class PartialOrderLoglikAndGrad(_PartialOrderOp):
     them (``PartialRanking``'s logp: the weights are the counts). No gradient of its own."""
 
     gufunc_signature = "(m,m),(n,m),(n)->(n),(m,m)"
+    output_names = ("values", "grad")
 
     def make_node(self, W, orders, weights):
-        inputs = _core_inputs(W, orders, weights, self.max_m)
-        outs = [pt.tensor(dtype="float64", shape=(inputs[1].type.shape[0],)),
-                pt.tensor(dtype="float64", shape=inputs[0].type.shape)]
-        return Apply(self, inputs, outs)
-
-    def perform(self, node, inputs, output_storage):
-        W, orders, weights = inputs
-        self._check_runtime(W, orders, weights)
-        _, values, grad = _run(W, orders, weights, True)
-        output_storage[0][0] = values
-        output_storage[1][0] = grad
-
-    def infer_shape(self, node, input_shapes):
-        return [(input_shapes[1][0],), input_shapes[0]]
+        return self._apply(W, orders, weights)
 
     def pullback(self, inputs, outputs, cotangents):
         return [grad_not_implemented(self, i, x, "gradient of the fused Op (a rewrite product)")
@@ -368,17 +338,9 @@ def _numba_partial_order_loglik_and_grad(op, node, **kwargs):
 # ----------------------------------------------------------------------------- graph rewrites
 
 
-@register_specialize
-@node_rewriter([Blockwise])
-def local_partial_order_sum_value_only(fgraph, node):
-    """Replace the two-output Op by the value-only one when the gradient has no client."""
-    if not isinstance(node.op.core_op, PartialOrderLoglikSumAndGrad):
-        return None
-    if fgraph.clients.get(node.outputs[1]):
-        return None
-    new = EmptyBatchBlockwise(PartialOrderLoglikSum(node.op.core_op.max_m))(*node.inputs)
-    copy_stack_trace(node.outputs[0], new)
-    return {node.outputs[0]: new}
+local_partial_order_sum_value_only = register_value_only_rewrite(
+    "local_partial_order_sum_value_only", PartialOrderLoglikSumAndGrad,
+    lambda core: EmptyBatchBlockwise(PartialOrderLoglikSum(core.max_m)), "gradient")
 
 
 def _core_of(var, cls):

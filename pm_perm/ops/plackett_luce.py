@@ -40,6 +40,7 @@ from pm_perm.kernels.plackett_luce import (
 from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, core_op_of, register_core_ops
 from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
+from pm_perm.ops._ranking import RankingKernelOp
 
 __all__ = [
     "PlackettLuceLoglik",
@@ -86,23 +87,23 @@ def _run(u, orders, g, want_grad):
     return total[0], values, grad
 
 
-class PlackettLuceLoglik(Op):
-    """Core Op: utilities (M,), orders (n, M) -> log PL probability of each order (n,)."""
+class _PlackettLuceOp(RankingKernelOp, Op):
+    """Shared construction of the four core Ops (no props): inputs, runtime checks, kernel."""
 
     __props__ = ()
+    _inputs = staticmethod(_core_inputs)
+    _check_runtime = staticmethod(_check_runtime)
+    _kernel = staticmethod(_run)
+
+
+class PlackettLuceLoglik(_PlackettLuceOp):
+    """Core Op: utilities (M,), orders (n, M) -> log PL probability of each order (n,)."""
+
     gufunc_signature = "(m),(n,m)->(n)"
+    output_names = ("values",)
 
     def make_node(self, u, orders):
-        u, orders = _core_inputs(u, orders)
-        return Apply(self, [u, orders], [pt.tensor(dtype="float64", shape=(orders.type.shape[0],))])
-
-    def perform(self, node, inputs, output_storage):
-        u, orders = inputs
-        _check_runtime(u, orders)
-        output_storage[0][0] = _run(u, orders, None, False)[1]
-
-    def infer_shape(self, node, input_shapes):
-        return [(input_shapes[1][0],)]
+        return self._apply(u, orders)
 
     def connection_pattern(self, node):
         return [[True], [False]]
@@ -112,23 +113,14 @@ class PlackettLuceLoglik(Op):
         return [PlackettLuceLoglikVJP()(u, orders, cotangents[0]), disconnected_type()]
 
 
-class PlackettLuceLoglikVJP(Op):
+class PlackettLuceLoglikVJP(_PlackettLuceOp):
     """Core Op: ``sum_n g[n] d loglik[n] / du`` for utilities (M,), orders (n, M), g (n,)."""
 
-    __props__ = ()
     gufunc_signature = "(m),(n,m),(n)->(m)"
+    output_names = ("grad",)
 
     def make_node(self, u, orders, g):
-        u, orders, g = _core_inputs(u, orders, g)
-        return Apply(self, [u, orders, g], [pt.tensor(dtype="float64", shape=u.type.shape)])
-
-    def perform(self, node, inputs, output_storage):
-        u, orders, g = inputs
-        _check_runtime(u, orders, g)
-        output_storage[0][0] = _run(u, orders, g, True)[2]
-
-    def infer_shape(self, node, input_shapes):
-        return [input_shapes[0]]
+        return self._apply(u, orders, g)
 
     def connection_pattern(self, node):
         return [[True], [False], [True]]
@@ -140,30 +132,17 @@ class PlackettLuceLoglikVJP(Op):
                 grad_not_implemented(self, 2, g, "gradient in the cotangent")]
 
 
-class PlackettLuceLoglikAndVJP(Op):
+class PlackettLuceLoglikAndVJP(_PlackettLuceOp):
     """Core Op: (loglik (n,), ``sum_n g[n] d loglik[n] / du`` (M,)) from one pass.
 
     Created by the ``fuse_plackett_luce_loglik_and_vjp`` rewrite; no gradient of its own.
     """
 
-    __props__ = ()
     gufunc_signature = "(m),(n,m),(n)->(n),(m)"
+    output_names = ("values", "grad")
 
     def make_node(self, u, orders, g):
-        u, orders, g = _core_inputs(u, orders, g)
-        return Apply(self, [u, orders, g],
-                     [pt.tensor(dtype="float64", shape=(orders.type.shape[0],)),
-                      pt.tensor(dtype="float64", shape=u.type.shape)])
-
-    def perform(self, node, inputs, output_storage):
-        u, orders, g = inputs
-        _check_runtime(u, orders, g)
-        _, values, grad = _run(u, orders, g, True)
-        output_storage[0][0] = values
-        output_storage[1][0] = grad
-
-    def infer_shape(self, node, input_shapes):
-        return [(input_shapes[1][0],), input_shapes[0]]
+        return self._apply(u, orders, g)
 
     def pullback(self, inputs, outputs, cotangents):
         u, orders, g = inputs
@@ -172,27 +151,14 @@ class PlackettLuceLoglikAndVJP(Op):
                 grad_not_implemented(self, 2, g, "gradients of the fused PL Op")]
 
 
-class PlackettLuceLoglikSum(Op):
+class PlackettLuceLoglikSum(_PlackettLuceOp):
     """Core Op: (``sum_n counts[n] loglik[n]`` (), its gradient in the utilities (M,))."""
 
-    __props__ = ()
     gufunc_signature = "(m),(n,m),(n)->(),(m)"
+    output_names = ("total", "grad")
 
     def make_node(self, u, orders, counts):
-        u, orders, counts = _core_inputs(u, orders, counts)
-        return Apply(self, [u, orders, counts],
-                     [pt.tensor(dtype="float64", shape=()),
-                      pt.tensor(dtype="float64", shape=u.type.shape)])
-
-    def perform(self, node, inputs, output_storage):
-        u, orders, counts = inputs
-        _check_runtime(u, orders, counts)
-        total, _, grad = _run(u, orders, counts, True)
-        output_storage[0][0] = np.asarray(total, dtype=np.float64)
-        output_storage[1][0] = grad
-
-    def infer_shape(self, node, input_shapes):
-        return [(), input_shapes[0]]
+        return self._apply(u, orders, counts)
 
     def connection_pattern(self, node):
         return [[True, True], [False, False], [True, True]]

@@ -49,6 +49,10 @@ NOT_IN_GRAPHS = {
     "Ops (the prop max_m and the runtime checks)",
     "pm_perm.ops.bethe._BetheOp": "abstract base of BetheLogPermanent, BetheMarginals and "
     "BetheLogPermanentAndMarginals (the props tol and max_iter)",
+    "pm_perm.ops.plackett_luce._PlackettLuceOp": "abstract base of the four PlackettLuceLoglik* "
+    "Ops (their inputs, runtime checks and kernel)",
+    "pm_perm.distributions._values.IntegerRV": "abstract base of pm_perm's RandomVariables (the "
+    "int64 dtype and the printed name from dist_name)",
 }
 
 #: Ops compiled on purpose by their parent's implementation, on both backends.

@@ -141,10 +141,8 @@ def _store(addr, values):
             dst[i] = values[i]
 
 
-def _permanent_handler(frame_ptr):
-    frame = carray(frame_ptr, 22)
-    if _answer_metadata(frame):
-        return 0
+@njit(cache=True)
+def _permanent_handler(frame):
     args, rets = carray(_i64p(frame[9]), 1), carray(_i64p(frame[14]), frame[12])
     W, M = _load(args[0])
     n = _buffer(rets[0])[2]
@@ -158,13 +156,10 @@ def _permanent_handler(frame_ptr):
     _store(rets[0], values)
     if marginals:
         _store(rets[1], P)
-    return 0
 
 
-def _count_handler(frame_ptr):
-    frame = carray(frame_ptr, 22)
-    if _answer_metadata(frame):
-        return 0
+@njit(cache=True)
+def _count_handler(frame):
     n_args, n_rets = frame[7], frame[12]
     args, rets = carray(_i64p(frame[9]), n_args), carray(_i64p(frame[14]), n_rets)
     theta, D = _load(args[0])
@@ -186,13 +181,10 @@ def _count_handler(frame_ptr):
         _store(rets[0], values)
         if n_rets == 2:
             _store(rets[1], out)
-    return 0
 
 
-def _bethe_handler(frame_ptr):
-    frame = carray(frame_ptr, 22)
-    if _answer_metadata(frame):
-        return 0
+@njit(cache=True)
+def _bethe_handler(frame):
     args, rets = carray(_i64p(frame[9]), 3), carray(_i64p(frame[14]), 2)
     W, M = _load(args[0])
     tol, max_iter = _load(args[1])[0][0], int(_load(args[2])[0][0])
@@ -206,7 +198,6 @@ def _bethe_handler(frame_ptr):
             values[b], Gb[:, :] = np.nan, np.nan  # rejects it); no permutation: -inf, zeros
     _store(rets[0], values)
     _store(rets[1], G)
-    return 0
 
 
 @njit(cache=True)
@@ -270,25 +261,32 @@ def _tie_blocks_fit(orders):
     return True
 
 
-def _partial_orders_handler(frame_ptr):
-    frame = carray(frame_ptr, 22)
-    if _answer_metadata(frame):
-        return 0
+@njit(cache=True)
+def _partial_orders_handler(frame):
     M = _buffer(carray(_i64p(frame[9]), 3)[1])[3]
     _ranking_call(frame, M * M, 0)
-    return 0
 
 
-def _plackett_luce_handler(frame_ptr):
-    frame = carray(frame_ptr, 22)
-    if _answer_metadata(frame):
-        return 0
+@njit(cache=True)
+def _plackett_luce_handler(frame):
     M = _buffer(carray(_i64p(frame[9]), 3)[1])[3]
     _ranking_call(frame, M, 1)
-    return 0
 
 
 _SIGNATURE = types.int64(types.CPointer(types.int64))  # XLA_FFI_Error* (NULL: success)
+
+
+def _ffi_handler(body):
+    """The XLA FFI handler of ``body(frame)``: answers XLA's metadata query, else runs the
+    call; returns NULL (success)."""
+
+    def handler(frame_ptr):
+        frame = carray(frame_ptr, 22)
+        if not _answer_metadata(frame):
+            body(frame)
+        return 0
+
+    return handler
 
 
 @functools.cache
@@ -298,7 +296,7 @@ def _registered(target):
                "pm_perm_bethe": _bethe_handler,
                "pm_perm_partial_orders": _partial_orders_handler,
                "pm_perm_plackett_luce": _plackett_luce_handler}[target]
-    compiled = cfunc(_SIGNATURE, handler, cache=True)
+    compiled = cfunc(_SIGNATURE, _ffi_handler(handler), cache=True)
     jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(compiled.address), platform="cpu")
     return target
 

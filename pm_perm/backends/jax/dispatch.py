@@ -49,36 +49,6 @@ def _permanent_fn(op, fn):
     return permanent_jax
 
 
-@jax_funcify.register(perm_ops.LogPermanent)
-def _jax_log_permanent(op, node=None, **kwargs):
-    return _permanent_fn(op, permanent.log_permanent)
-
-
-@jax_funcify.register(perm_ops.PermutationMarginals)
-def _jax_permutation_marginals(op, node=None, **kwargs):
-    return _permanent_fn(op, permanent.permutation_marginals)
-
-
-@jax_funcify.register(perm_ops.LogPermanentAndMarginals)
-def _jax_log_permanent_and_marginals(op, node=None, **kwargs):
-    return _permanent_fn(op, permanent.log_permanent_and_marginals)
-
-
-@jax_funcify.register(card_ops.LogESP)
-def _jax_log_esp(op, node=None, **kwargs):
-    return cardinality.log_esp
-
-
-@jax_funcify.register(card_ops.LogESPAndMarginals)
-def _jax_log_esp_and_marginals(op, node=None, **kwargs):
-    return cardinality.log_esp_and_marginals
-
-
-@jax_funcify.register(card_ops.ConditionalCovarianceDot)
-def _jax_conditional_covariance_dot(op, node=None, **kwargs):
-    return cardinality.conditional_covariance_dot
-
-
 def _bethe_fn(op, fn):
     tol, max_iter = op.tol, op.max_iter
 
@@ -88,23 +58,32 @@ def _bethe_fn(op, fn):
     return bethe_jax
 
 
-@jax_funcify.register(bethe_ops.BetheLogPermanent)
-def _jax_bethe_log_permanent(op, node=None, **kwargs):
-    return _bethe_fn(op, bethe.bethe_log_permanent)
+def _register_all(table, build):
+    """Register ``build(op, fn)`` as the JAX implementation of each Op class of ``table``
+    (``{Op class: JAX function}``); ``build=None`` registers the function itself."""
+    for op_class, fn in table.items():
+        def funcify(op, node=None, fn=fn, **kwargs):
+            return fn if build is None else build(op, fn)
+
+        jax_funcify.register(op_class)(funcify)
 
 
-@jax_funcify.register(bethe_ops.BetheMarginals)
-def _jax_bethe_marginals(op, node=None, **kwargs):
-    return _bethe_fn(op, lambda W, t, n: bethe.bethe_log_permanent_and_marginals(W, t, n)[1])
-
-
-@jax_funcify.register(bethe_ops.BetheLogPermanentAndMarginals)
-def _jax_bethe_both(op, node=None, **kwargs):
-    def bethe_both_jax(W):
-        v, G = bethe.bethe_log_permanent_and_marginals(W, op.tol, op.max_iter)
-        return v, G
-
-    return bethe_both_jax
+_register_all({
+    perm_ops.LogPermanent: permanent.log_permanent,
+    perm_ops.PermutationMarginals: permanent.permutation_marginals,
+    perm_ops.LogPermanentAndMarginals: permanent.log_permanent_and_marginals,
+}, _permanent_fn)
+_register_all({
+    card_ops.LogESP: cardinality.log_esp,
+    card_ops.LogESPAndMarginals: cardinality.log_esp_and_marginals,
+    card_ops.ConditionalCovarianceDot: cardinality.conditional_covariance_dot,
+}, None)
+_register_all({
+    bethe_ops.BetheLogPermanent: bethe.bethe_log_permanent,
+    bethe_ops.BetheMarginals:
+        lambda W, t, n: bethe.bethe_log_permanent_and_marginals(W, t, n)[1],
+    bethe_ops.BetheLogPermanentAndMarginals: bethe.bethe_log_permanent_and_marginals,
+}, _bethe_fn)
 
 
 @jax_funcify.register(matching_ops.MaxWeightMatching)
