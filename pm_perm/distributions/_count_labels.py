@@ -19,7 +19,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.count_draws import COUNT_PROBS_TOL, DRAW_ERRORS, make_count_draw_kernel
-from pm_perm.ops import _extern
+from pm_perm.ops import extern
 
 __all__ = [
     "COUNT_PROBS_LENGTH",
@@ -176,10 +176,10 @@ def draw_rows(batch, D, params, draw_row):
 
 
 # PyTensor's compiled draws of the three distributions call one C kernel (see
-# pm_perm.ops._extern and pm_perm.kernels.count_draws.make_count_draw_kernel), drawing from the
+# pm_perm.ops.extern and pm_perm.kernels.count_draws.make_count_draw_kernel), drawing from the
 # graph's
 # own Generator (pm_perm.kernels._bitgen).
-_DRAW = _extern.extern_kernel(
+_DRAW = extern.extern_kernel(
     "pm_perm_cardinality_draw_kernel",
     types.int64(types.CPointer(types.uint64), types.CPointer(types.float64), types.intp,
                 types.int64, types.CPointer(types.float64), types.intp,
@@ -188,10 +188,10 @@ _DRAW = _extern.extern_kernel(
 )
 
 
-class DrawError(_extern.StatusError):
-    """Input errors of the draws (see :class:`~pm_perm.ops._extern.StatusError`)."""
+class DrawError(extern.StatusError):
+    """Input errors of the draws (see :class:`~pm_perm.ops.extern.StatusError`)."""
 
-    messages = _extern.value_errors(DRAW_ERRORS)
+    messages = extern.value_errors(DRAW_ERRORS)
 
 
 #: The status of :class:`DrawError` for a ``count_probs`` of the wrong length.
@@ -209,12 +209,12 @@ def draw_numba(which):
         th, pk = np.ascontiguousarray(logits), np.ascontiguousarray(count_probs)
         if out is None:
             out = np.empty(th.shape[0], dtype=np.int64)
-        y = _extern.c_contiguous_out(out)
+        y = extern.c_contiguous_out(out)
         R = pk.shape[0] if pk.ndim == 2 else 1
-        bitgen = _extern.bitgen_of(rng)
+        bitgen = extern.bitgen_of(rng)
         status = kernel(bitgen.ctypes, th.ctypes, th.shape[0], k, pk.ctypes, R, y.ctypes, which)
         if status != 0:
             raise DrawError(status)
-        return _extern.copy_back(out, y)
+        return extern.copy_back(out, y)
 
     return draw

@@ -80,7 +80,7 @@ partial_ranking = PartialRankingRV()
 @numba_core_rv_funcify.register(PartialRankingRV)
 def _numba_partial_ranking(op, node):
     tol = _SIMPLEX_TOL
-    draw = permutation_draw_numba()  # the exact sampler's C kernel (see pm_perm.ops._extern)
+    draw = permutation_draw_numba()  # the exact sampler's C kernel (see pm_perm.ops.extern)
 
     @numba_basic.numba_njit
     def core_draw(rng, logits, weights, length_probs, out=None):

@@ -42,7 +42,7 @@ from pm_perm.kernels.huber_law import (
 from pm_perm.kernels.permanent import check_exact_size
 from pm_perm.kernels.permutation_sampler import DRAW_ERRORS, sample_permutations
 from pm_perm.kernels.permutation_sampler import make_permutation_draw_kernel as make_draw_kernel
-from pm_perm.ops import _extern
+from pm_perm.ops import extern
 from pm_perm.ops.bethe import bethe_log_permanent
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.permanent import exact_max_m, log_permanent
@@ -103,7 +103,7 @@ permutation_exp_family = PermutationExpFamilyRV()
 
 
 # ----------------------------------------------------------------------------- numba draws
-# PyTensor's compiled draws call the samplers through C symbols (see pm_perm.ops._extern): their
+# PyTensor's compiled draws call the samplers through C symbols (see pm_perm.ops.extern): their
 # code (sampler table, Hungarian check, Glynn, Huber-Law) is compiled once per numba cache, not
 # again inside every PyTensor function that draws. The kernels draw from the graph's own
 # Generator (pm_perm.kernels._bitgen), so seeded draws are those of the Python samplers.
@@ -113,23 +113,23 @@ _F64_PTR = types.CPointer(types.float64)
 _I64_PTR = types.CPointer(types.int64)
 _DRAW_SIGNATURE = types.int64(_U64_PTR, _F64_PTR, types.intp, types.intp, _I64_PTR)
 _DRAW = {
-    "dp": _extern.extern_kernel("pm_perm_permutation_draw_kernel", _DRAW_SIGNATURE,
+    "dp": extern.extern_kernel("pm_perm_permutation_draw_kernel", _DRAW_SIGNATURE,
                         make_draw_kernel(_VERSION)),
-    "glynn": _extern.extern_kernel("pm_perm_glynn_draw_kernel", _DRAW_SIGNATURE,
+    "glynn": extern.extern_kernel("pm_perm_glynn_draw_kernel", _DRAW_SIGNATURE,
                            make_glynn_draw_kernel(_VERSION)),
 }
 
 
-class _DrawError(_extern.StatusError):
+class _DrawError(extern.StatusError):
     """Input errors of the exact sampler (see :class:`StatusError`)."""
 
-    messages = _extern.value_errors(DRAW_ERRORS)
+    messages = extern.value_errors(DRAW_ERRORS)
 
 
-class _GlynnDrawError(_extern.StatusError):
+class _GlynnDrawError(extern.StatusError):
     """Errors of the Glynn sampler (see :class:`StatusError`)."""
 
-    messages = _extern.value_errors(GLYNN_DRAW_ERRORS)
+    messages = extern.value_errors(GLYNN_DRAW_ERRORS)
 
 
 def _draw_numba(method, error):
@@ -138,12 +138,12 @@ def _draw_numba(method, error):
     @numba_basic.numba_njit
     def draw(rng, W, out):
         Wc = np.ascontiguousarray(W)
-        y = _extern.c_contiguous_out(out)
-        bitgen = _extern.bitgen_of(rng)
+        y = extern.c_contiguous_out(out)
+        bitgen = extern.bitgen_of(rng)
         status = kernel(bitgen.ctypes, Wc.ctypes, Wc.shape[0], Wc.shape[1], y.ctypes)
         if status != 0:
             raise error(status)
-        return _extern.copy_back(out, y)
+        return extern.copy_back(out, y)
 
     return draw
 
@@ -204,14 +204,14 @@ class PermutationExpFamilyBetheRV(PermutationExpFamilyRV):
 permutation_exp_family_bethe = PermutationExpFamilyBetheRV()
 
 
-_HUBER_LAW_DRAW = _extern.extern_kernel(
+_HUBER_LAW_DRAW = extern.extern_kernel(
     "pm_perm_huber_law_draw_kernel",
     types.int64(_U64_PTR, _F64_PTR, types.intp, types.int64, _I64_PTR),
     make_huber_law_draw_kernel(_VERSION),
 )
 
 
-class _HuberLawDrawError(_extern.StatusError):
+class _HuberLawDrawError(extern.StatusError):
     """Errors of the Huber-Law draws (see :class:`StatusError`); statuses of
     :func:`pm_perm.kernels.huber_law.make_huber_law_draw_kernel`, then the square check."""
 
@@ -245,12 +245,12 @@ def _numba_permutation_exp_family_bethe(op, node):
             out = np.empty(M, dtype=np.int64)
         W = np.ascontiguousarray(logits)
         max_trials = max(1, min(max_trials_cap, max_work // max(1, M * M)))
-        y = _extern.c_contiguous_out(out)
-        bitgen = _extern.bitgen_of(rng)
+        y = extern.c_contiguous_out(out)
+        bitgen = extern.bitgen_of(rng)
         status = kernel(bitgen.ctypes, W.ctypes, M, max_trials, y.ctypes)
         if status != 0:
             raise _HuberLawDrawError(status)
-        return _extern.copy_back(out, y)
+        return extern.copy_back(out, y)
 
     core_draw.handles_out = True
     return core_draw, (_VERSION * 1_000_003 + max_work) % (1 << 62)  # cache key per budget

@@ -27,7 +27,7 @@ from pm_perm.kernels.plackett_luce import (
     sample_plackett_luce,
 )
 from pm_perm.kernels.rank_form import validate_orders
-from pm_perm.ops import _extern
+from pm_perm.ops import extern
 from pm_perm.ops.plackett_luce import plackett_luce_loglik
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -72,9 +72,9 @@ class PlackettLuceRV(IntegerRV):
 plackett_luce = PlackettLuceRV()
 
 
-# PyTensor's compiled draws call the sampler through a C symbol (see pm_perm.ops._extern),
+# PyTensor's compiled draws call the sampler through a C symbol (see pm_perm.ops.extern),
 # drawing from the graph's own Generator (pm_perm.kernels._bitgen).
-_DRAW = _extern.extern_kernel(
+_DRAW = extern.extern_kernel(
     "pm_perm_plackett_luce_draw_kernel",
     types.int64(types.CPointer(types.uint64), types.CPointer(types.float64), types.intp,
                 types.CPointer(types.float64), types.intp, types.CPointer(types.int64)),
@@ -82,10 +82,10 @@ _DRAW = _extern.extern_kernel(
 )
 
 
-class _DrawError(_extern.StatusError):
+class _DrawError(extern.StatusError):
     """Input errors of the draws (see :class:`StatusError`): the sampler's, then the weights'."""
 
-    messages = _extern.value_errors(
+    messages = extern.value_errors(
         [*PL_DRAW_ERRORS, "weights must be non-negative integers (ballots per distinct order)"])
 
 
@@ -104,12 +104,12 @@ def _numba_plackett_luce(op, node):
         u, lp = np.ascontiguousarray(utilities), np.ascontiguousarray(length_probs)
         if out is None:
             out = np.empty(u.shape[0], dtype=np.int64)
-        y = _extern.c_contiguous_out(out)
-        bitgen = _extern.bitgen_of(rng)
+        y = extern.c_contiguous_out(out)
+        bitgen = extern.bitgen_of(rng)
         status = kernel(bitgen.ctypes, u.ctypes, u.shape[0], lp.ctypes, lp.shape[0], y.ctypes)
         if status != 0:
             raise _DrawError(status)
-        return _extern.copy_back(out, y)
+        return extern.copy_back(out, y)
 
     core_draw.handles_out = True
     return core_draw, _VERSION

@@ -1,7 +1,7 @@
 """A numba ``Generator`` inside a C callable, drawing from its caller's numpy bit generator.
 
 The samplers take a numpy ``Generator`` (``rng.random()``). A C callable cannot take one, so the
-PyTensor draws pass numpy's ``bitgen_t`` view of theirs (:func:`pm_perm.ops._extern.bitgen_of`:
+PyTensor draws pass numpy's ``bitgen_t`` view of theirs (:func:`pm_perm.ops.extern.bitgen_of`:
 the state pointer and the ``next_uint64`` / ``next_uint32`` / ``next_double`` function pointers,
 the first four fields of numpy's ``bitgen_t``, numpy/random/bitgen.h) and the callable rebuilds
 a numba ``Generator`` around it with :func:`generator_at`. Every draw then calls the caller's own
@@ -54,7 +54,7 @@ def generator_at(typingctx, bitgen):
 
 def square_draw_kernel(draw_into, version):
     """Body of the C callable of an exact permutation sampler (``numba.cfunc``, see
-    :mod:`pm_perm.ops._extern`): ``draw_kernel(bitgen, w, m0, m1, out)`` runs
+    :mod:`pm_perm.ops.extern`): ``draw_kernel(bitgen, w, m0, m1, out)`` runs
     ``draw_into(rng, W, out) -> status`` on the C-contiguous (m0, m1) float64 logits at ``w``
     with the caller's random stream (numpy's ``bitgen_t`` at ``bitgen``, :func:`generator_at`),
     writing the draw to the (m0,) int64 array at ``out``, and returns the status. ``version``

@@ -150,7 +150,7 @@ def matching_into(W, out):
 
 def make_matching_kernel(version):
     """Body of the C callable of the ``MaxWeightMatching`` Op (``numba.cfunc``, see
-    :mod:`pm_perm.ops._extern`): ``matching_kernel(w, m, out)`` runs :func:`matching_into` on
+    :mod:`pm_perm.ops.extern`): ``matching_kernel(w, m, out)`` runs :func:`matching_into` on
     the C-contiguous (m, m) float64 logits at ``w`` and the (m,) int64 array at ``out``.
     ``version`` keys numba's cache as in
     :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`.

@@ -66,6 +66,7 @@ __all__ = [
     "BETHE_NO_PERMUTATION",
     "BETHE_OK",
     "BetheConvergenceError",
+    "bethe_solve",
     "bethe_into",
     "bethe_core",
     "bethe_log_permanent",
@@ -353,7 +354,7 @@ def bethe_into(W, tol, max_iter, out):
 
 def make_bethe_kernel(version):
     """Body of the C callable that the Bethe Ops call (``numba.cfunc``, see
-    :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, tol, max_iter, value, beliefs)`` runs
+    :mod:`pm_perm.ops.extern`): ``op_kernel(w, m, tol, max_iter, value, beliefs)`` runs
     :func:`bethe_into` on the C-contiguous (m, m) float64 matrix at ``w``, writes
     ``log perm_B`` to ``value[0]`` and the beliefs to the (m, m) matrix at ``beliefs``, and
     returns the status. ``version`` keys numba's cache as in
@@ -488,7 +489,7 @@ def _bethe_value(B, G, M):
     return val
 
 
-def _run(W, tol, max_iter, strict=True):
+def bethe_solve(W, tol, max_iter, strict=True):
     """Values and beliefs of the logits ``W`` (..., M, M), validated. A matrix that admits no
     permutation raises ``ValueError`` (:func:`check_admits_permutation`) when ``strict``, else
     gets ``-inf`` and zero beliefs (the Ops, as the exact ones)."""
@@ -570,13 +571,13 @@ def bethe_log_permanent_and_marginals(W, tol=1e-9, max_iter=100_000):
     Vontobel, P. O. (2013). The Bethe permanent of a nonnegative matrix. IEEE Trans. IT 59(3).
     Gurvits, L. (2011). Unleashing the power of Schrijver's permanental inequality.
     """
-    return _run(W, tol, max_iter)
+    return bethe_solve(W, tol, max_iter)
 
 
 def bethe_log_permanent(W, tol=1e-9, max_iter=100_000):
     """Bethe approximation (lower bound) of ``log perm(exp W)``; see
     :func:`bethe_log_permanent_and_marginals`."""
-    return _run(W, tol, max_iter)[0]
+    return bethe_solve(W, tol, max_iter)[0]
 
 
 def bethe_marginals(W, tol=1e-9, max_iter=100_000):
@@ -584,4 +585,4 @@ def bethe_marginals(W, tol=1e-9, max_iter=100_000):
 
     See :func:`bethe_log_permanent_and_marginals`.
     """
-    return _run(W, tol, max_iter)[1]
+    return bethe_solve(W, tol, max_iter)[1]

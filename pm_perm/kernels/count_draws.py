@@ -288,7 +288,7 @@ DRAW_CONDITIONAL_BERNOULLI, DRAW_NCHOOSEK, DRAW_ORDINAL = 0, 1, 2
 
 def make_count_draw_kernel(version):
     """Body of the C callable that PyTensor's draws of ``ConditionalBernoulli``, ``NChooseK``
-    and ``OrdinalNChooseK`` call (``numba.cfunc``, see :mod:`pm_perm.ops._extern`):
+    and ``OrdinalNChooseK`` call (``numba.cfunc``, see :mod:`pm_perm.ops.extern`):
     ``draw_kernel(bitgen, theta, d, k, count_probs, r, out, which)`` draws with the caller's
     random stream (numpy's ``bitgen_t`` at ``bitgen``, :mod:`pm_perm.kernels._bitgen`) into the
     (d,) int64 array at ``out``, for the C-contiguous (d,) float64 logits at ``theta``: with

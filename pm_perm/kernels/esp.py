@@ -235,7 +235,7 @@ ESP_VALUE, ESP_MARGINALS, ESP_COVARIANCE_DOT = 0, 1, 2
 
 def make_esp_kernel(version):
     """Body of the C callable that the conditional-Bernoulli Ops call (``numba.cfunc``, see
-    :mod:`pm_perm.ops._extern`): ``op_kernel(theta, d, k, v, out, mode)`` for the C-contiguous
+    :mod:`pm_perm.ops.extern`): ``op_kernel(theta, d, k, v, out, mode)`` for the C-contiguous
     (d,) float64 logits at ``theta`` and the count ``k`` returns ``log e_k(exp theta)``
     (:func:`log_esp_core`, ``mode == ESP_VALUE``) or writes to the (d,) array at ``out`` the
     marginals (``ESP_MARGINALS``, returning the value as :func:`log_esp_and_marginals_core`)

@@ -233,7 +233,7 @@ HL_TOO_LARGE, HL_BAD_LOGITS, HL_NOT_ACCEPTED, HL_NO_PERMUTATION = 1, 2, 3, 4
 
 def make_huber_law_draw_kernel(version):
     """Body of the C callable that PyTensor's draws of ``PermutationExpFamily(method="bethe")``
-    call (``numba.cfunc``, see :mod:`pm_perm.ops._extern`): ``draw_kernel(bitgen, w, m,
+    call (``numba.cfunc``, see :mod:`pm_perm.ops.extern`): ``draw_kernel(bitgen, w, m,
     max_trials, out)`` scales the C-contiguous (m, m) float64 logits at ``w`` (20 sweeps) and
     runs the accept-reject loop with the caller's random stream (numpy's ``bitgen_t`` at
     ``bitgen``, :mod:`pm_perm.kernels._bitgen`) for one draw into the (m,) int64 array at

@@ -229,7 +229,7 @@ def partial_orders_into(W, orders, weights, values, grad, want_grad):
 
 def make_partial_orders_kernel(version):
     """Body of the C callable that the partial-order Ops call (``numba.cfunc``, see
-    :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, orders, n, weights, values, grad,
+    :mod:`pm_perm.ops.extern`): ``op_kernel(w, m, orders, n, weights, values, grad,
     want_grad)`` runs :func:`partial_orders_into` on the C-contiguous (m, m) float64
     logits at ``w``, the (n, m) int64 orders and the (n,) float64 weights, writes the per-order
     values to the (n,) array at ``values`` and, if ``want_grad`` is non-zero, the gradient to the

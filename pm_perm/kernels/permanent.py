@@ -123,7 +123,7 @@ def log_permanent_into(W, P, marginals):
 
 def make_log_permanent_kernel(version):
     """Body of the C callable that the PyTensor Ops call (``numba.cfunc``, see
-    :mod:`pm_perm.ops._extern`): ``op_kernel(w, m, out, marginals)`` returns
+    :mod:`pm_perm.ops.extern`): ``op_kernel(w, m, out, marginals)`` returns
     ``log perm(exp W)`` of the C-contiguous (m, m) float64 matrix at ``w``; if ``marginals`` is
     non-zero, ``P`` is written to the (m, m) matrix at ``out`` (otherwise ``out`` is not
     touched). NaN or ``+inf`` logits, or finite ones beyond ``LOGIT_ABS_MAX``, give NaN (and NaN

@@ -110,7 +110,7 @@ sample_permutation_core = raising_sampler(
 
 def make_permutation_draw_kernel(version):
     """Body of the C callable that PyTensor's draws of ``PermutationExpFamily`` call
-    (``numba.cfunc``, see :mod:`pm_perm.ops._extern`): ``draw_kernel(bitgen, w, m0, m1, out)``
+    (``numba.cfunc``, see :mod:`pm_perm.ops.extern`): ``draw_kernel(bitgen, w, m0, m1, out)``
     runs :func:`draw_permutation_into` on the C-contiguous (m0, m1) float64 logits at ``w`` with
     the caller's random stream (numpy's ``bitgen_t`` at ``bitgen``,
     :mod:`pm_perm.kernels._bitgen`), writing the draw to the (m0,) int64 array at ``out``, and

@@ -265,7 +265,7 @@ def plackett_luce_core(u, orders, g, values, grad, want_grad):
 
 def make_plackett_luce_kernel(version):
     """Body of the C callable that the Plackett-Luce Ops call (``numba.cfunc``, see
-    :mod:`pm_perm.ops._extern`): ``op_kernel(u, m, orders, n, g, values, grad, want_grad,
+    :mod:`pm_perm.ops.extern`): ``op_kernel(u, m, orders, n, g, values, grad, want_grad,
     total)`` runs :func:`plackett_luce_into` on the C-contiguous (m,) float64 utilities at
     ``u``, the (n, m) int64 orders and the (n,) float64 weights ``g``, writing the (n,) values,
     the (m,) gradient (when ``want_grad`` is non-zero; ``grad`` must point to m float64 either
@@ -349,7 +349,7 @@ def sample_plackett_luce_core(rng, u, length_probs):
 
 def make_plackett_luce_draw_kernel(version):
     """Body of the C callable that PyTensor's draws of ``PlackettLuce`` call (``numba.cfunc``,
-    see :mod:`pm_perm.ops._extern`): ``draw_kernel(bitgen, u, m, length_probs, n_lengths, out)``
+    see :mod:`pm_perm.ops.extern`): ``draw_kernel(bitgen, u, m, length_probs, n_lengths, out)``
     runs :func:`draw_plackett_luce_into` on the C-contiguous (m,) float64 utilities at ``u`` and
     the (n_lengths,) length probabilities with the caller's random stream (numpy's ``bitgen_t``
     at ``bitgen``, :mod:`pm_perm.kernels._bitgen`), writing the draw to the (m,) int64 array at

@@ -24,7 +24,7 @@ import numpy as np
 
 from pm_perm.kernels._checks import as_float_array, first_non_permutation
 from pm_perm.kernels.huber_law import huber_law_sample
-from pm_perm.kernels.swap_mcmc import _init_state, swap_mcmc_core
+from pm_perm.kernels.swap_mcmc import initial_state, swap_mcmc_core
 
 __all__ = ["StochasticMapResult", "stochastic_map"]
 
@@ -97,7 +97,7 @@ def stochastic_map(
     phi_obs = X[np.arange(N)[:, None], rows, Y].sum(axis=(0, 1)) / N  # (D,)
     chains = None
     if sampler == "swap":
-        chains = [_init_state(np.ascontiguousarray(X[n] @ theta), None) for n in range(N)]
+        chains = [initial_state(np.ascontiguousarray(X[n] @ theta), None) for n in range(N)]
     hist = np.empty((max_iter, D))
     grads = np.empty((max_iter, D))
     converged = False

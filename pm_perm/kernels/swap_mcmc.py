@@ -25,7 +25,7 @@ from pm_perm.kernels._checks import (
     first_non_permutation,
 )
 
-__all__ = ["swap_mcmc_core", "swap_mcmc_sample", "swap_mcmc_chains"]
+__all__ = ["initial_state", "swap_mcmc_core", "swap_mcmc_sample", "swap_mcmc_chains"]
 
 
 @njit(cache=True)
@@ -68,7 +68,9 @@ def swap_mcmc_chains(rng, W2, Y, n_steps):
     return acc
 
 
-def _init_state(W2, init):
+def initial_state(W2, init):
+    """The chain's start for the validated weights ``W2`` (M, M): ``init`` checked to be a
+    permutation of finite weight, or the mode (a maximum-weight matching) when None."""
     M = W2.shape[0]
     if init is None:
         check_admits_permutation(W2)
@@ -138,7 +140,7 @@ def swap_mcmc_sample(W, n_samples, rng=None, init=None, sweeps_per_sample=1, bur
     burn_in_sweeps = as_count(burn_in_sweeps, "burn_in_sweeps", 0)
     rng = np.random.default_rng(rng)
     M = arr.shape[0]
-    y = _init_state(arr, init)
+    y = initial_state(arr, init)
     if burn_in_sweeps:
         swap_mcmc_core(rng, arr, y, 1, M * burn_in_sweeps)
     out, acc = swap_mcmc_core(rng, arr, y, n_samples, M * sweeps_per_sample)

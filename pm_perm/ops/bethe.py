@@ -28,11 +28,11 @@ from pm_perm.kernels.bethe import (
     BETHE_NO_PERMUTATION,
     BETHE_NOT_CONVERGED,
     BetheConvergenceError,
-    _run,
+    bethe_solve,
     make_bethe_kernel,
 )
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
-from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
+from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 __all__ = [
     "BetheLogPermanent",
@@ -50,7 +50,7 @@ def _value_and_beliefs(W, tol, max_iter):
     W = np.ascontiguousarray(W)
     if not finite_or_minus_inf(W):
         return np.asarray(np.nan), np.full(W.shape, np.nan)
-    v, g = _run(W, tol, max_iter, strict=False)
+    v, g = bethe_solve(W, tol, max_iter, strict=False)
     return np.asarray(v), g
 
 
@@ -165,9 +165,9 @@ def bethe_log_permanent(W):
 bethe_marginals = EmptyBatchBlockwise(BetheMarginals())
 
 # ----------------------------------------------------------------------------- numba
-# The compiled graphs call the Bethe kernel through a C symbol (see pm_perm.ops._extern): its code
+# The compiled graphs call the Bethe kernel through a C symbol (see pm_perm.ops.extern): its code
 # (BP, vertex certificate, Newton, CCCP) is compiled once per numba cache, not again inside every
-# PyTensor function that uses the Ops. ``perform`` runs pm_perm.kernels.bethe._run in Python.
+# PyTensor function that uses the Ops. ``perform`` runs pm_perm.kernels.bethe.bethe_solve in Python.
 
 _F64_PTR = types.CPointer(types.float64)
 _SIGNATURE = types.int64(_F64_PTR, types.intp, types.float64, types.int64, _F64_PTR, _F64_PTR)
@@ -197,7 +197,7 @@ def _bethe_numba(tol, max_iter):
     """``bethe(W, value, beliefs)`` in compiled code: writes ``log perm_B`` to the 0-d array
     ``value`` and the beliefs to ``beliefs`` (M, M); NaN for NaN, ``+inf`` or finite logits
     beyond ``LOGIT_ABS_MAX``, ``-inf`` and zeros for logits that admit no permutation; raises
-    like :func:`pm_perm.kernels.bethe._run` otherwise."""
+    like :func:`pm_perm.kernels.bethe.bethe_solve` otherwise."""
     kernel = _EXTERN().external
 
     @numba_basic.numba_njit
@@ -220,7 +220,7 @@ def _bethe_numba(tol, max_iter):
 
 
 # The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
-# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
+# (``handles_out``, see pm_perm.ops.extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(BetheLogPermanent)

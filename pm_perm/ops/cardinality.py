@@ -15,7 +15,7 @@ Second derivatives: the pullback of ``conditional_marginals`` is ``Cov(y | k) @ 
 (``pytensor.gradient.hessian``, ``pm.find_MAP(compute_hessian=True)``) and gradients of
 functions of the marginals work. Third derivatives are not implemented.
 
-Backends: numba graphs call the C kernel per row (``pm_perm.ops._extern``); PyTensor's Python
+Backends: numba graphs call the C kernel per row (``pm_perm.ops.extern``); PyTensor's Python
 linker (pm_perm's MAP fits, ``FAST_COMPILE``) runs a whole batch in one compiled loop over the
 same kernel (each core Op's ``gufunc_spec``), not ``perform`` once per row in Python (whose
 per-row overhead is several times a small kernel's cost).
@@ -49,7 +49,7 @@ from pm_perm.ops._blockwise import (
     register_core_ops,
     register_value_only_rewrite,
 )
-from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
+from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 __all__ = [
     "ConditionalCovarianceDot",
@@ -277,7 +277,7 @@ def expected_topk_gain(theta, target, K):
 
 
 # ----------------------------------------------------------------------------- numba
-# The compiled graphs call the dynamic programs through a C symbol (see pm_perm.ops._extern):
+# The compiled graphs call the dynamic programs through a C symbol (see pm_perm.ops.extern):
 # compiled once per numba cache, not again inside every PyTensor function that uses the Ops.
 
 _F64_PTR = types.CPointer(types.float64)
@@ -287,7 +287,7 @@ _EXTERN = extern_kernel("pm_perm_log_esp_kernel", _SIGNATURE, make_esp_kernel(_V
 
 
 # The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
-# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
+# (``handles_out``, see pm_perm.ops.extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(LogESPAndMarginals)

@@ -17,7 +17,7 @@ from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.assignment import MATCHING_ERRORS, make_matching_kernel
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, register_core_ops
-from pm_perm.ops._extern import (
+from pm_perm.ops.extern import (
     StatusError,
     c_contiguous_out,
     copy_back,
@@ -25,11 +25,11 @@ from pm_perm.ops._extern import (
     value_errors,
 )
 
-__all__ = ["MaxWeightMatching", "max_weight_matching"]
+__all__ = ["MaxWeightMatching", "checked_matching", "max_weight_matching"]
 
 
 # The compiled graphs (e.g. PyMC's initial point) call the Hungarian kernel through a C symbol
-# (see pm_perm.ops._extern); ``perform`` calls the same compiled kernel.
+# (see pm_perm.ops.extern); ``perform`` calls the same compiled kernel.
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 _EXTERN = extern_kernel(
     "pm_perm_matching_kernel",
@@ -47,8 +47,9 @@ class _MatchingError(StatusError):
 _NOT_SQUARE = len(MATCHING_ERRORS)
 
 
-def _matching(W):
-    """The matching of one core matrix in Python."""
+def checked_matching(W):
+    """The max-weight matching of one core matrix (M, M) by the compiled kernel, in Python;
+    raises ``ValueError`` for a matrix that is not square or admits no finite matching."""
     W = np.ascontiguousarray(W, dtype=np.float64)
     if W.shape[0] != W.shape[1]:
         raise _MatchingError(_NOT_SQUARE)
@@ -73,7 +74,7 @@ class MaxWeightMatching(Op):
         return Apply(self, [W], [pt.tensor(dtype="int64", shape=(W.type.shape[0],))])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = _matching(np.ascontiguousarray(inputs[0]))
+        output_storage[0][0] = checked_matching(np.ascontiguousarray(inputs[0]))
 
     def infer_shape(self, node, input_shapes):
         return [(input_shapes[0][0],)]
@@ -99,7 +100,7 @@ def _numba_max_weight_matching(op, node, **kwargs):
             raise _MatchingError(status)
         return copy_back(out, y)
 
-    max_weight_matching_numba.handles_out = True  # see pm_perm.ops._extern
+    max_weight_matching_numba.handles_out = True  # see pm_perm.ops.extern
     return max_weight_matching_numba, _VERSION
 
 

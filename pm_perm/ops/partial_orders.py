@@ -47,9 +47,9 @@ from pm_perm.ops._blockwise import (
     register_core_ops,
     register_value_only_rewrite,
 )
-from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 from pm_perm.ops._ranking import RankingKernelOp
 from pm_perm.ops._shapes import check_static_square
+from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 __all__ = [
     "PartialOrderLoglik",
@@ -206,7 +206,7 @@ _sum_and_grad = EmptyBatchBlockwise(PartialOrderLoglikSumAndGrad())
 
 
 # ----------------------------------------------------------------------------- the kernel
-# The compiled graphs call the kernel through a C symbol (see pm_perm.ops._extern): the suffix
+# The compiled graphs call the kernel through a C symbol (see pm_perm.ops.extern): the suffix
 # table, the adjoint sweep and the block permanents are compiled once per numba cache, not again
 # inside every PyTensor function that uses the Ops. ``perform`` calls the same compiled kernel.
 
@@ -271,7 +271,7 @@ def _kernel_numba(max_m, weights_name):
 
 
 # The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
-# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
+# (``handles_out``, see pm_perm.ops.extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(PartialOrderLoglik)

@@ -55,8 +55,8 @@ from pm_perm.kernels.permanent import (
     memory_budget,
 )
 from pm_perm.ops._blockwise import core_op_of
-from pm_perm.ops._extern import StatusError, extern_kernel
 from pm_perm.ops._shapes import check_static_square
+from pm_perm.ops.extern import StatusError, extern_kernel
 
 __all__ = [
     "METHODS",
@@ -197,7 +197,7 @@ class LogPermanentAndMarginals(_PermanentOp):
 
 
 # ----------------------------------------------------------------------------- the kernel
-# The compiled graphs call the kernel through a C symbol (see pm_perm.ops._extern): its code is
+# The compiled graphs call the kernel through a C symbol (see pm_perm.ops.extern): its code is
 # compiled once per numba cache, not again inside every PyTensor function that uses the Ops.
 # ``perform`` (PyTensor's Python linker) calls the same compiled kernel through ctypes.
 

@@ -39,8 +39,8 @@ from pm_perm.kernels.plackett_luce import (
 )
 from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops._blockwise import EmptyBatchBlockwise, core_op_of, register_core_ops
-from pm_perm.ops._extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 from pm_perm.ops._ranking import RankingKernelOp
+from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 __all__ = [
     "PlackettLuceLoglik",
@@ -179,7 +179,7 @@ class PlackettLuceLoglikSum(_PlackettLuceOp):
 # ----------------------------------------------------------------------------- numba
 
 
-# The compiled graphs call the kernel through a C symbol (see pm_perm.ops._extern): compiled once
+# The compiled graphs call the kernel through a C symbol (see pm_perm.ops.extern): compiled once
 # per numba cache, not again inside every PyTensor function that uses the Ops. ``perform`` calls
 # the same compiled kernel (``_run``).
 
@@ -229,7 +229,7 @@ def _run_numba():
 
 
 # The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
-# (``handles_out``, see pm_perm.ops._extern); called outside a Blockwise they allocate.
+# (``handles_out``, see pm_perm.ops.extern); called outside a Blockwise they allocate.
 
 
 @register_funcify_default_op_cache_key(PlackettLuceLoglik)

@@ -1,5 +1,5 @@
-"""PyTensor's compiled graphs call pm_perm's kernels through C symbols (pm_perm.ops._extern), so
-no kernel code is compiled into a graph again; the helpers of pm_perm.ops._extern work."""
+"""PyTensor's compiled graphs call pm_perm's kernels through C symbols (pm_perm.ops.extern), so
+no kernel code is compiled into a graph again; the helpers of pm_perm.ops.extern work."""
 
 import os
 import re
@@ -20,9 +20,9 @@ from pm_perm import (
     PermutationExpFamily,
     PlackettLuce,
 )
-from pm_perm.ops._extern import StatusError, extern_kernel
 from pm_perm.ops.bethe import bethe_log_permanent, bethe_marginals
 from pm_perm.ops.cardinality import conditional_marginals, log_esp
+from pm_perm.ops.extern import StatusError, extern_kernel
 from pm_perm.ops.matching import max_weight_matching
 from pm_perm.ops.partial_orders import partial_order_loglik, partial_order_loglik_sum
 from pm_perm.ops.permanent import log_permanent, permutation_marginals
@@ -187,7 +187,7 @@ def test_a_low_priority_process_compiles_without_the_lock(monkeypatch):
     hold the compile lock: the busy machine starves it while normal processes wait for it."""
     import fcntl
 
-    from pm_perm.ops import _extern
+    from pm_perm.ops import extern
 
     calls = []
     monkeypatch.setattr(fcntl, "flock", lambda handle, op: calls.append(op))
@@ -198,6 +198,6 @@ def test_a_low_priority_process_compiles_without_the_lock(monkeypatch):
     for niceness, locked in ((19, False), (10, False), (0, True)):
         calls.clear()
         monkeypatch.setattr(os, "nice", lambda inc, n=niceness: n)
-        with _extern._one_compiler("pm_perm_test_priority", body):
+        with extern._one_compiler("pm_perm_test_priority", body):
             pass
         assert bool(calls) is locked, (niceness, calls)

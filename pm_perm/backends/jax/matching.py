@@ -15,9 +15,9 @@ __all__ = ["max_weight_matching"]
 
 
 def _host(W):
-    from pm_perm.ops.matching import _matching  # numba kernel, raises on bad input
+    from pm_perm.ops.matching import checked_matching  # numba kernel, raises on bad input
 
-    return np.asarray(_matching(np.ascontiguousarray(W, dtype=np.float64)), dtype=np.int64)
+    return np.asarray(checked_matching(np.ascontiguousarray(W, dtype=np.float64)), dtype=np.int64)
 
 
 def max_weight_matching(W):
