@@ -334,7 +334,12 @@ def _link_new(tmp, path):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:
         raise OutputPathError(_exists_message("the output", path, later=True)) from None
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except BaseException:  # leave no empty claim behind
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
 
 
 def _write_directly(path, data: bytes, *, overwrite):
