@@ -94,6 +94,57 @@ def _cli(*args):
     return "ok"
 
 
+def _json_to_fifo():
+    """``--json`` naming a FIFO that ``cat`` reads: the reader gets the whole JSON and the FIFO
+    stays a FIFO (it used to be replaced by a regular file, its reader getting nothing)."""
+    import json
+    import os
+    import stat
+    import subprocess
+
+    fifo = _tmp() / "results.fifo"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        _cli("learn-to-rank", "--train", _letor("a.txt"), "--test", _letor("b.txt"), "--model",
+             "ridge", "--json", str(fifo), "--overwrite")
+        text = reader.communicate(timeout=60)[0]
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.communicate()
+    assert "ndcg@1" in json.loads(text)["test"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    return "ok"
+
+
+def _json_to_stdout():
+    """``--json -``: standard output carries the JSON document alone."""
+    import json
+
+    from pm_perm.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["learn-to-rank", "--train", _letor("a.txt"), "--test", _letor("b.txt"),
+                     "--model", "ridge", "--json", "-"])
+    assert code == 0 and "ndcg@1" in json.loads(out.getvalue())["test"]
+    assert "test metrics" in err.getvalue()
+    return "ok"
+
+
+def _output_created_meanwhile():
+    """A new output (no overwrite) that another run creates while this one writes it."""
+    from pm_perm._io import atomic_path, write_text
+
+    path = _tmp() / "race.json"
+    path.unlink(missing_ok=True)
+    with atomic_path(path, overwrite=False) as tmp:
+        tmp.write_text("{}\n")
+        write_text(path, '{"run": "the other run"}\n')  # the other run finishes first
+    return "ok"
+
+
 def _json_nan():
     from pm_perm._io import write_json
 
@@ -462,6 +513,17 @@ def _cases():
                       "ridge"), "exit 2"),
         ("output path", "a folder that refuses new files even to root (/proc)",
          lambda: check_outputs({"--json": "/proc/result.json"}), "OutputPathError"),
+        # issue 53: devices, FIFOs, the standard output, two runs writing one new file
+        ("pm-perm learn-to-rank",
+         "--json /dev/full (a device is written directly, never replaced; the disk is full)",
+         lambda: _cli("learn-to-rank", "--train", _letor("a.txt"), "--test", _letor("b.txt"),
+                      "--model", "ridge", "--json", "/dev/full"), "exit 1"),
+        ("pm-perm learn-to-rank", "--json naming a FIFO read by another program",
+         _json_to_fifo, "ok"),
+        ("pm-perm learn-to-rank", "--json - (the JSON alone on standard output, the table on "
+         "standard error)", _json_to_stdout, "ok"),
+        ("output path", "a new output that another run creates before this one writes it "
+         "(no --overwrite)", _output_created_meanwhile, "OutputPathError"),
         ("swap MCMC step", "a start value that is not a permutation, [0, 0, 1]",
          _swap_step_bad_start, "ValueError"),
         ("ranking metrics", "NDCG with a relevance label of 2000 (2^2000 overflows)",
@@ -502,6 +564,11 @@ def render():
         "atomically (a temporary file in the same folder, then a rename, with the permissions",
         "a plain write gives: an existing file keeps its mode), so an interrupt, a full disk or",
         "a concurrent run leaves the old file or the complete new one, never a partial one;",
+        "of two runs writing the same new file without `--overwrite`, one is refused (the",
+        "check and the write are one step), never silently replaced. A device or FIFO",
+        "(`--json /dev/null`) is written directly, never replaced (a write error there, such",
+        "as `/dev/full`'s, is an output failure), and `--json -` writes the JSON to standard",
+        "output (the summary then goes to standard error);",
         "when one output fails the others are still written (exit status 1). A",
         "fit that failed (an optimiser that did not converge, a sampler that was interrupted or",
         "returned NaN draws) is an error (exit status 3; 130 for Ctrl-C), never a number (in your",

@@ -1,7 +1,12 @@
 """pm_perm._io: output checks before any work, atomic writes, strict JSON."""
 
+import errno
 import json
 import os
+import socket
+import stat
+import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +17,26 @@ from pm_perm._io import (
     atomic_path,
     check_outputs,
     file_record,
+    reserve_stdout,
     to_strict_json,
     write_json,
     write_text,
 )
+
+needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                                reason="creating a device node needs root")
+
+
+def _device(folder, name, minor):
+    """A character device of our own (never the system's /dev/null): Linux's memory devices,
+    minor 3 = null (accepts everything), 7 = full (every write fails with ENOSPC)."""
+    path = folder / name
+    os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    return path
+
+
+def _is_char_device(path):
+    return stat.S_ISCHR(os.lstat(path).st_mode)
 
 
 def test_output_equal_to_an_input_is_refused_in_every_spelling(tmp_path):
@@ -129,3 +150,142 @@ def test_file_record_size_and_hash(tmp_path):
     rec = file_record(f)
     assert rec["size"] == 3
     assert rec["sha256"] == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+@needs_root
+def test_a_device_is_written_directly_never_replaced(tmp_path):
+    """The reproducer of issue 53: ``--json /dev/null --overwrite`` replaced the device node by a
+    regular file (as root), and /dev/full 'succeeded'. Here on device nodes of our own."""
+    null, full = _device(tmp_path, "null", 3), _device(tmp_path, "full", 7)
+    for overwrite in (False, True):  # a stream loses nothing: no --overwrite needed
+        check_outputs({"--json": null, "--predictions": full}, overwrite=overwrite)
+        write_json(null, {"a": 1}, overwrite=overwrite)
+        assert _is_char_device(null) and os.stat(null).st_rdev == os.makedev(1, 3)
+        with pytest.raises(OSError) as err:
+            write_text(full, "x" * 10, overwrite=overwrite)
+        assert err.value.errno == errno.ENOSPC
+        assert _is_char_device(full) and os.stat(full).st_rdev == os.makedev(1, 7)
+    # a symbolic link to a device is followed, the link is kept
+    link = tmp_path / "link"
+    link.symlink_to(null)
+    write_text(link, "x")
+    assert link.is_symlink() and _is_char_device(null)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "link", "null"]  # no temp
+
+
+def _reader(fifo):
+    return subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+
+
+def _read_all(proc):
+    try:
+        return proc.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the FIFO's reader got no end of file: the FIFO was not written")
+
+
+def test_a_fifo_is_written_directly_and_its_reader_gets_everything(tmp_path):
+    """A FIFO given as output was replaced by a regular file, its reader got nothing."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pm_perm._io import save_figure
+
+    fifo = tmp_path / "results.fifo"
+    os.mkfifo(fifo)
+    check_outputs({"--json": fifo})  # no --overwrite needed
+    reader = _reader(fifo)
+    write_json(fifo, {"ndcg": 0.5, "bad": float("nan")})
+    assert json.loads(_read_all(reader).decode()) == {"ndcg": 0.5, "bad": None}
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    reader = _reader(fifo)  # a binary writer through atomic_path gets the same
+    fig = plt.figure()
+    save_figure(fig, fifo, format="png")
+    plt.close(fig)
+    png = _read_all(reader)
+    assert png.startswith(b"\x89PNG") and len(png) > 100
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.fifo"]  # no temporary file
+
+
+def test_dash_is_the_standard_output_and_reserve_stdout_keeps_it_clean(tmp_path, capsys):
+    check_outputs({"--json": "-"}, [tmp_path / "in.txt"])
+    with pytest.raises(OutputPathError, match="only one output can be the standard output"):
+        check_outputs({"--json": "-", "--predictions": "-"})
+    with reserve_stdout():
+        print("a summary line")
+        write_json("-", {"a": [1, 2]})
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"a": [1, 2]} and err == "a summary line\n"
+    assert not (tmp_path / "-").exists() and not Path("-").exists()
+
+
+def test_a_socket_is_refused_before_any_work(tmp_path):
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "s"))
+        with pytest.raises(OutputPathError, match="is a socket"):
+            check_outputs({"--json": tmp_path / "s"}, overwrite=True)
+
+
+def test_a_symlink_to_a_file_is_followed_not_replaced(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    with pytest.raises(OutputPathError, match="already exists"):
+        check_outputs({"--json": link})
+    write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+
+def _race(path, n=2, **kwargs):
+    """``n`` threads write their own content to ``path``, all of them past every check and
+    with the whole file ready before any publishes it; returns ``{i: error or None}``."""
+    barrier, outcome = threading.Barrier(n, timeout=30), {}
+
+    def write(i):
+        try:
+            with atomic_path(path, **kwargs) as tmp:
+                tmp.write_text(f"writer {i} " + "x" * 100_000)
+                barrier.wait()
+        except Exception as err:  # noqa: BLE001 - recorded, asserted below
+            outcome[i] = err
+        else:
+            outcome[i] = None
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return outcome
+
+
+@pytest.mark.parametrize("hard_links", [True, False])
+def test_two_writers_of_a_new_file_one_wins_the_other_is_refused(tmp_path, monkeypatch,
+                                                                  hard_links):
+    """Issue 53: the 'exists' check and the write are one step, so two runs writing the same
+    new output never both succeed (the later silently replacing the earlier). Without hard
+    links (some file systems) the name is claimed with O_EXCL, then renamed over."""
+    if not hard_links:
+        def no_link(*a, **k):
+            raise OSError(errno.EPERM, "Operation not permitted")
+
+        monkeypatch.setattr(os, "link", no_link)
+    out = tmp_path / "out.json"
+    outcome = _race(out, n=4, overwrite=False)
+    winners = [i for i, err in outcome.items() if err is None]
+    assert len(outcome) == 4 and len(winners) == 1, outcome
+    for i, err in outcome.items():
+        if i != winners[0]:
+            assert isinstance(err, OutputPathError) and "already exists" in str(err)
+    assert out.read_text() == f"writer {winners[0]} " + "x" * 100_000  # complete, the winner's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]  # no temporary file
+    # with overwrite, every writer succeeds and the file is one of them, complete
+    outcome = _race(out, n=2, overwrite=True)
+    assert list(outcome.values()) == [None, None]
+    assert out.read_text() in {f"writer {i} " + "x" * 100_000 for i in range(2)}

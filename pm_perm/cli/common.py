@@ -1,13 +1,15 @@
 """What every ``pm-perm`` subcommand shares: option types, exit statuses, status lines, the JSON
 result with its run record, and the reporting of outputs that could not be written.
 
-The rules of the outputs themselves (checked before any work, written atomically, never an input)
-are :mod:`pm_perm._io`'s.
+The rules of the outputs themselves (checked before any work, written atomically, never an input,
+a device or FIFO written directly and never replaced, ``-`` for the standard output) are
+:mod:`pm_perm._io`'s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 
@@ -24,11 +26,13 @@ __all__ = [
     "OPEN_UNIT_FLOAT",
     "POSITIVE_FLOAT",
     "POSITIVE_INT",
+    "STDOUT_HELP",
     "checked_type",
     "finish_outputs",
     "library_versions",
     "run_record",
     "status",
+    "stdout_for_results",
     "write_json_result",
 ]
 
@@ -60,6 +64,20 @@ POSITIVE_FLOAT = checked_type(float, lambda v: 0.0 < v < np.inf, "a positive fin
 OPEN_UNIT_FLOAT = checked_type(float, lambda v: 0.0 < v < 1.0,
                                "a number strictly between 0 and 1")
 FRACTION = checked_type(float, lambda v: 0.0 <= v < 1.0, "a number in [0, 1)")
+
+
+#: what the help of an output option says about ``-``, devices and FIFOs
+STDOUT_HELP = ("; - for the standard output (the summary then goes to the standard error); a "
+               "device or FIFO (/dev/null) is written directly, never replaced")
+
+
+def stdout_for_results(*outputs):
+    """A context for a whole run: if one of ``outputs`` is ``-`` (the standard output), the
+    standard output carries that output alone, and the summary, progress bars and everything
+    else printed go to the standard error (:func:`pm_perm._io.reserve_stdout`)."""
+    from pm_perm._io import STDOUT, reserve_stdout
+
+    return reserve_stdout() if STDOUT in outputs else contextlib.nullcontext()
 
 
 def status(msg):
@@ -104,10 +122,12 @@ def library_versions():
     return out
 
 
-def write_json_result(command, path, result, failed):
-    """Write ``result`` as strict JSON to ``path`` (atomically); the outputs that already
-    failed are recorded in it (``output_errors``), and each non-finite number replaced by null
-    is added to its ``warnings`` and printed. Raises what the write raises."""
+def write_json_result(command, path, result, failed, *, overwrite):
+    """Write ``result`` as strict JSON to ``path`` (atomically; ``-`` is the standard output;
+    an existing file only with ``overwrite``, checked in the same step as the write); the
+    outputs that already failed are recorded in it (``output_errors``), and each non-finite
+    number replaced by null is added to its ``warnings`` and printed. Raises what the write
+    raises."""
     from pm_perm._io import to_strict_json, write_text
 
     if failed:
@@ -116,7 +136,7 @@ def write_json_result(command, path, result, failed):
     data["warnings"] = data.get("warnings", []) + notes
     for w in notes:
         print(f"pm-perm {command}: warning: {w}", file=sys.stderr)
-    write_text(path, json.dumps(data, indent=2, allow_nan=False) + "\n")
+    write_text(path, json.dumps(data, indent=2, allow_nan=False) + "\n", overwrite=overwrite)
 
 
 def finish_outputs(command, failed):

@@ -39,8 +39,10 @@ from pm_perm.cli.common import (
     NON_NEGATIVE_INT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
+    STDOUT_HELP,
     finish_outputs,
     run_record,
+    stdout_for_results,
     write_json_result,
 )
 from pm_perm.cli.common import status as _status
@@ -103,8 +105,9 @@ def add_parser(subparsers):
     out = p.add_argument_group("output")
     out.add_argument("--convention", choices=("standard", "letor4"), default="standard",
                      help="NDCG discount convention (see pm_perm.learning_to_rank.metrics)")
-    out.add_argument("--json", metavar="OUT.json", help="write the results as JSON")
-    out.add_argument("--predictions", metavar="OUT.txt", help="write one test score per line")
+    out.add_argument("--json", metavar="OUT.json", help="write the results as JSON" + STDOUT_HELP)
+    out.add_argument("--predictions", metavar="OUT.txt",
+                     help="write one test score per line" + STDOUT_HELP)
     out.add_argument("--plots", metavar="DIR", help="with --fit nuts: save a trace plot, a forest "
                      "plot of theta and, for up to 3 test queries of <= 16 documents, the "
                      "posterior predictive probability of each document being in the top 5; "
@@ -391,8 +394,14 @@ def run_rank(args):
     refused when the command line is parsed, by ``argparse``, which exits); 3 the fit failed
     (optimiser or sampler; nothing written); 130 interrupted (Ctrl-C; nothing written). Every
     output path is checked before any work (:func:`pm_perm._io.check_outputs`) and written
-    atomically.
+    atomically (a device or FIFO directly); with ``--json -`` (or ``--predictions -``) the
+    standard output carries that output alone and the table goes to the standard error.
     """
+    with stdout_for_results(args.json, args.predictions):
+        return _run_rank(args)
+
+
+def _run_rank(args):
     from pm_perm._io import OutputPathError, check_outputs
 
     try:
@@ -458,13 +467,14 @@ def _write_outputs(args, result, scores, ranker, test, basis, raw_train_X):
         try:
             if not np.all(np.isfinite(scores)):
                 raise ValueError("some test scores are not finite")
-            with atomic_path(args.predictions) as tmp:
+            with atomic_path(args.predictions, overwrite=args.overwrite) as tmp:
                 np.savetxt(tmp, scores, fmt="%.10g")
         except Exception as err:  # noqa: BLE001
             failed.append(f"--predictions {args.predictions}: {type(err).__name__}: {err}")
     if args.json:
         try:
-            write_json_result("learn-to-rank", args.json, result, failed)
+            write_json_result("learn-to-rank", args.json, result, failed,
+                              overwrite=args.overwrite)
         except Exception as err:  # noqa: BLE001
             failed.append(f"--json {args.json}: {type(err).__name__}: {err}")
     return finish_outputs("learn-to-rank", failed)

@@ -33,9 +33,12 @@ the input's path, size and sha256, library versions).
 
 Outputs follow :mod:`pm_perm._io`: every output path (``--json`` and the ``--plots`` files) is
 checked before the data is read; the input is never overwritten (not even with
-``--overwrite``); an existing output needs ``--overwrite``; files are written atomically, each
-on its own (one that fails does not stop the others); the JSON is strict (a non-finite number
-becomes ``null`` and a warning).
+``--overwrite``); an existing output needs ``--overwrite`` (checked again, in the same step, when
+it is written: of two runs writing the same new file, one is refused); files are written
+atomically, each on its own (one that fails does not stop the others); a device or FIFO
+(``--json /dev/null``) is written directly, never replaced; ``--json -`` writes the JSON to the
+standard output, and the summary then goes to the standard error; the JSON is strict (a
+non-finite number becomes ``null`` and a warning).
 
 Exit status: 0 success; 1 an output could not be written (the others were; the JSON lists the
 failures in ``output_errors``); 2 bad input or output path (nothing fitted or written); 3 the
@@ -64,8 +67,10 @@ from pm_perm.cli.common import (
     OPEN_UNIT_FLOAT,
     POSITIVE_FLOAT,
     POSITIVE_INT,
+    STDOUT_HELP,
     finish_outputs,
     run_record,
+    stdout_for_results,
     write_json_result,
 )
 from pm_perm.cli.common import status as _status
@@ -105,7 +110,8 @@ def add_parser(subparsers):
     fit.add_argument("--max-loglik-draws", type=POSITIVE_INT, default=200,
                      help="NUTS: posterior draws used for log-likelihoods and plots (default 200)")
     out = p.add_argument_group("output")
-    out.add_argument("--json", metavar="OUT.json", required=True, help="results as JSON")
+    out.add_argument("--json", metavar="OUT.json", required=True,
+                     help="results as JSON" + STDOUT_HELP)
     out.add_argument("--plots", metavar="DIR", help="save positions.png, pairwise.png, "
                      "consensus.png, ppc.png (posterior predictive checks) and, for mixtures, "
                      "blocs.png")
@@ -211,6 +217,11 @@ def _thin(post, max_draws, seed):
 
 def run_rankings(args):
     """Entry point of ``pm-perm preferences``; returns the exit status (module docstring)."""
+    with stdout_for_results(args.json):
+        return _run_rankings(args)
+
+
+def _run_rankings(args):
     from pm_perm._io import OutputPathError
 
     t0 = time.perf_counter()
@@ -265,7 +276,7 @@ def _write_outputs(args, result, figures):
         except Exception as err:  # noqa: BLE001 - reported, the JSON is still written
             failed.append(f"--plots {args.plots}: {type(err).__name__}: {err}")
     try:
-        write_json_result("preferences", args.json, result, failed)
+        write_json_result("preferences", args.json, result, failed, overwrite=args.overwrite)
     except Exception as err:  # noqa: BLE001
         failed.append(f"--json {args.json}: {type(err).__name__}: {err}")
     return finish_outputs("preferences", failed)

@@ -46,6 +46,14 @@ def test_map_end_to_end(ballots, tmp_path, capsys):
     assert "consensus" in capsys.readouterr().out
 
 
+def test_json_dash_is_the_standard_output_and_the_summary_goes_to_stderr(ballots, capsys):
+    """``--json -``: the standard output is the JSON document alone (issue 53)."""
+    assert main(["preferences", str(ballots), "--model", "plackett-luce", "--json", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["consensus"] == ["A", "B", "C", "D"]
+    assert "consensus" in err and "plackett-luce (K=1, map)" in err
+
+
 def test_mixture_and_plots(ballots, tmp_path):
     out, plots = tmp_path / "mix.json", tmp_path / "plots"
     assert main(["preferences", str(ballots), "--model", "plackett-luce", "--components", "2",

@@ -4,6 +4,10 @@ Every JSON records what is needed to reproduce the run."""
 
 import hashlib
 import json
+import os
+import stat
+import subprocess
+import threading
 
 import numpy as np
 import pytest
@@ -179,3 +183,95 @@ def test_queries_sharing_a_training_qid_are_a_recorded_warning(files, tmp_path, 
                  "ridge",
                  "--json", str(out), "--overwrite"]) == 0
     assert json.loads(out.read_text())["warnings"] == []
+
+
+needs_root = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                                reason="creating a device node needs root")
+
+
+def _device(folder, name, minor):
+    """A character device of our own, never the system's: 3 = null, 7 = full (ENOSPC)."""
+    path = folder / name
+    os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    return path
+
+
+@needs_root
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
+def test_json_to_a_device_writes_it_and_never_replaces_it(files, tmp_path, capsys, overwrite):
+    """Issue 53: ``--json /dev/full --overwrite`` exited 0 and replaced the device node by a
+    regular file (``/dev/null`` the same). Reproduced on device nodes of our own."""
+    null, full = _device(tmp_path, "null", 3), _device(tmp_path, "full", 7)
+    assert _ridge(files, "--json", str(null), *overwrite) == 0
+    assert stat.S_ISCHR(os.lstat(null).st_mode) and os.stat(null).st_rdev == os.makedev(1, 3)
+    capsys.readouterr()
+    assert _ridge(files, "--json", str(full), "--predictions", str(null), *overwrite) == 1
+    err = capsys.readouterr().err
+    assert f"could not write --json {full}" in err and "No space left on device" in err
+    assert stat.S_ISCHR(os.lstat(full).st_mode) and os.stat(full).st_rdev == os.makedev(1, 7)
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "null", "test.txt",
+                                                          "train.txt"]
+
+
+def test_json_to_a_fifo_reaches_its_reader(files, tmp_path):
+    """A FIFO given as --json was replaced by a regular file and its reader got nothing."""
+    fifo = tmp_path / "results.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        assert _ridge(files, "--json", str(fifo), "--overwrite") == 0
+        text = reader.communicate(timeout=30)[0]
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.communicate()
+    assert "ndcg@1" in json.loads(text)["test"]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_json_dash_is_the_standard_output_and_the_table_goes_to_stderr(files, tmp_path, capsys):
+    assert _ridge(files, "--json", "-", "--predictions", str(tmp_path / "p.txt")) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)  # standard output is the JSON document alone
+    assert "ndcg@1" in result["test"] and "test metrics (ridge" in err
+    assert not (tmp_path / "-").exists()
+    assert _ridge(files, "--predictions", "-") == 0
+    out, err = capsys.readouterr()
+    assert len(np.loadtxt(out.splitlines())) == 24 and "test metrics" in err
+    assert _ridge(files, "--json", "-", "--predictions", "-") == 2
+    assert "only one output can be the standard output" in capsys.readouterr().err
+
+
+def test_two_runs_writing_the_same_new_json_one_is_refused(files, tmp_path, capsys,
+                                                           monkeypatch):
+    """Issue 53: two runs writing the same new --json without --overwrite both exited 0, the
+    later silently replacing the earlier. Both runs pass the up-front check and fit before
+    either writes (a barrier): exactly one succeeds, the other exits 1 naming the file, and
+    the file is the winner's, complete."""
+    out = tmp_path / "out.json"
+    barrier = threading.Barrier(2, timeout=60)
+    fit = rank_cli.fit_and_evaluate
+
+    def fit_then_wait(*a, **k):
+        result = fit(*a, **k)
+        barrier.wait()  # both runs have checked --json (it did not exist) and fitted
+        return result
+
+    monkeypatch.setattr(rank_cli, "fit_and_evaluate", fit_then_wait)
+    codes = {}
+
+    def run(seed):
+        codes[seed] = _ridge(files, "--json", str(out), "--seed", str(seed))
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(codes.values()) == [0, 1], codes
+    [winner] = [seed for seed, code in codes.items() if code == 0]
+    err = capsys.readouterr().err
+    assert f"could not write --json {out}" in err and "already exists" in err
+    assert json.loads(out.read_text())["run"]["seed"] == winner
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "test.txt", "train.txt"]
