@@ -191,7 +191,7 @@ def read_preflib(path) -> RankingData:
         row = np.full(M, -1, dtype=np.int64)
         problem = fill_rank_row(row, blocks)
         if problem:
-            raise src.error(lineno, problem)
+            raise src.error(lineno, _as_in_file(problem, blocks, ids, names))
         if kind.startswith("so") and any(len(b) > 1 for b in blocks):
             raise src.error(lineno, f"ties ({{...}}) in a strict-order .{kind} file; use .to"
                                     f"{kind[2]} for weak orders")
@@ -213,6 +213,18 @@ def read_preflib(path) -> RankingData:
     del to_lines  # before RankingData's checks, which sort a copy of the table
     return RankingData(orders, np.array(counts, dtype=np.int64), tuple(names), kind,
                        source=str(path))
+
+
+def _as_in_file(problem, blocks, ids, names):
+    """``fill_rank_row``'s ``problem`` with a repeated item named as the file names it (its id
+    in the file and its name), not by its 0-based index."""
+    seen = set()
+    for i in (i for block in blocks for i in block):
+        if i in seen:
+            file_id = next(k for k, v in ids.items() if v == i)
+            return f"item {file_id} ({names[i]!r}) appears more than once in this order"
+        seen.add(i)
+    return problem
 
 
 def _check_table_size(src, lineno, n_distinct, M, budget):

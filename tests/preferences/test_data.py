@@ -69,8 +69,8 @@ def test_old_layout_zero_and_one_based(tmp_path):
     [
         ("soi", "2: 1,5", r"line 10: item id 5 is out of range"),
         ("soi", "2: 1,0", r"line 10: item id 0 is out of range"),
-        ("soi", "2: 1,2,1", r"line 10: item 0 appears more than once"),
-        ("toi", "2: 1,{2,1}", r"line 10: item 0 appears more than once"),
+        ("soi", "2: 1,2,1", r"line 10: item 1 \('Ann'\) appears more than once"),
+        ("toi", "2: 1,{2,1}", r"line 10: item 1 \('Ann'\) appears more than once"),
         ("soi", "1: 1\n2: 1,{2,3}", r"line 11: ties .* strict-order .soi"),
         ("soc", "2: 1,{2,3},4", r"line 10: ties .* strict-order .soc"),
         ("soc", "2: 1,2,3", r"line 10: incomplete order in a .soc file"),
