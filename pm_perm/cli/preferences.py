@@ -146,6 +146,32 @@ def _check_args(args):
                   directories={"--plots": (args.plots, plot_files(args.components))})
 
 
+def _check_data(args, data):
+    """Refuse, before any model is built, data the chosen model cannot fit: no ballots, or more
+    items than the exact partial-order likelihood takes (naming the flag to use instead)."""
+    if data.n_rankings == 0:
+        raise ValueError(f"{args.data_file}: the file has no ballots (a header and no order "
+                         "lines); nothing to fit")
+    if args.model != "plackett-luce":
+        from pm_perm.kernels.partial_orders import check_partial_order_size
+
+        try:
+            check_partial_order_size(data.n_items, plackett_luce="--model plackett-luce")
+        except ValueError as err:
+            raise ValueError(f"{args.data_file}: --model {args.model}: {err}") from None
+
+
+def _check_components(args, train):
+    """Refuse more mixture components than the training ballots have distinct orders."""
+    K, n = args.components, train.n_distinct
+    if K > n:
+        raise ValueError(
+            f"--components {K} is more than the {n} distinct order(s) of the "
+            f"{train.n_rankings} training ballot(s) in {args.data_file}: each component needs "
+            "orders of its own, and extra components only split the same ballots (and fit "
+            f"worse); use --components {n} or fewer (1 to start)")
+
+
 def _loglik_per_ranking(post, family, data, *, fit, max_draws, seed):
     """Per-ballot natural-log likelihood of ``data`` (plug-in for MAP, lpd for NUTS)."""
     from scipy.special import logsumexp
@@ -232,11 +258,13 @@ def _run_rankings(args):
             from pm_perm.preferences.preflib import read_preflib
 
             data = read_preflib(args.data_file)
+            _check_data(args, data)
             if args.heldout_fraction > 0:
                 train, heldout = data.split_ballots(args.heldout_fraction,
                                                     np.random.default_rng(args.seed))
             else:
                 train, heldout = data, None
+            _check_components(args, train)
             _status(f"{data.n_rankings} ballots ({data.n_distinct} distinct) over "
                     f"{data.n_items} items; fitting {args.model} (K={args.components}) by "
                     f"{args.fit.upper()} on {train.n_rankings} ballots")
@@ -346,7 +374,11 @@ def format_summary(result):
         lines.append(f"  heldout log-likelihood per ballot "
                      f"{result['heldout']['loglik_per_ranking']:.4f} "
                      f"({result['heldout']['n_rankings']} ballots)")
-    top = result["consensus_posterior"][0]
-    lines.append(f"  consensus (posterior probability {top['probability']:.2f}): "
-                 + " > ".join(result["consensus"]))
+    if result["fit"] == "map":  # one point, no posterior: the order has no probability to show
+        lines.append("  consensus (most probable complete order at the MAP estimate): "
+                     + " > ".join(result["consensus"]))
+    else:
+        top = result["consensus_posterior"][0]
+        lines.append(f"  consensus (posterior probability {top['probability']:.2f}): "
+                     + " > ".join(result["consensus"]))
     return "\n".join(lines)

@@ -70,14 +70,15 @@ SUFFIX_TINY = 1e-200
 _TABLES = 2
 
 
-def check_partial_order_size(M: int) -> None:
+def check_partial_order_size(M: int, *, plackett_luce: str = "pm_perm.PlackettLuce") -> None:
     """Raise ``ValueError`` if exact partial-order likelihoods of ``M`` items are beyond the limit.
 
     The limit is ``EXACT_MAX_M`` items and the memory budget (``PM_PERM_MEMORY_BUDGET``) for two
-    tables of ``2^M`` float64.
+    tables of ``2^M`` float64. ``plackett_luce`` is how the message names the alternative model
+    (the Python class by default; the CLI names its flag).
     """
     alternatives = (
-        "Use the Plackett-Luce model (pm_perm.PlackettLuce, any number of items) or rank fewer "
+        f"Use the Plackett-Luce model ({plackett_luce}, any number of items) or rank fewer "
         "items (e.g. merge or drop rarely ranked ones)."
     )
     if M > EXACT_MAX_M:

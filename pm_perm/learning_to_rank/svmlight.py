@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pm_perm._text import check_text_file
 from pm_perm.learning_to_rank.metrics import MAX_LABEL, label_above_cap
 
 __all__ = ["MAX_FEATURE_ABS", "check_data_file", "read_svmlight_files"]
@@ -78,7 +79,9 @@ def read_svmlight_files(files, *, n_features=None, zero_based=False, query_id=Fa
         A malformed line (file and line number in the message), labels that are not
         non-negative integers or are above ``MAX_LABEL``, NaN, infinite or huge
         (``> MAX_FEATURE_ABS``) features, a feature id beyond ``n_features``, a file without
-        data line, or a dense matrix beyond the memory budget (``PM_PERM_MEMORY_BUDGET``).
+        data line, or a dense matrix beyond the memory budget (``PM_PERM_MEMORY_BUDGET``); a
+        NUL byte (not a text file) or a file larger than the memory budget, found before the
+        file is loaded (:func:`pm_perm._text.check_text_file`: file, line and byte offset).
     FileNotFoundError, IsADirectoryError
         A file is missing or is a folder.
 
@@ -99,6 +102,9 @@ def read_svmlight_files(files, *, n_features=None, zero_based=False, query_id=Fa
     files = [Path(f) for f in files]
     for f in files:
         check_data_file(f)
+        check_text_file(f, what="LETOR/svmlight", utf8=False,
+                        hint="LETOR/svmlight files are text lines "
+                             "'<label> qid:<q> <id>:<value> ...'")
     parsed = [_parse_file(f, zero_based, query_id) for f in files]
     one_based = zero_based is False or (
         zero_based == "auto" and all(p[3].size and p[3].min() > 0 for p in parsed))

@@ -33,7 +33,9 @@ import functools
 import hashlib
 import inspect
 import os
+import sys
 import tempfile
+import threading
 from typing import NamedTuple
 
 import numba
@@ -52,6 +54,7 @@ __all__ = [
     "c_contiguous_out",
     "copy_back",
     "extern_kernel",
+    "raise_swallowed",
     "value_errors",
 ]
 
@@ -79,7 +82,51 @@ class ExternKernel(NamedTuple):
                                     f"{getattr(arg, 'dtype', '')}")
                 arg = ctypes.cast(arg.ctypes.data, cty)
             converted.append(arg)
-        return fn(*converted)
+        with raise_swallowed(self.external.symbol):
+            return fn(*converted)
+
+
+# ------------------------------------------------------------------ exceptions in C callables
+# An exception raised inside a ``numba.cfunc`` (a ZeroDivisionError, a MemoryError, a ``raise``
+# in the kernel) cannot cross the C boundary: numba's wrapper prints it through
+# ``sys.unraisablehook`` ("Exception ignored in <numba.core.cpu.CPUContext ...>") and returns
+# zero, which reads as a valid result (status 0, log-likelihood 0). The Python call of a kernel
+# collects what the hook reports on its thread during the call and raises it.
+
+_LOCAL = threading.local()
+
+
+def _unraisable_hook(unraisable):
+    errors = getattr(_LOCAL, "errors", None)
+    if errors is not None:
+        errors.append(unraisable.exc_value)
+        return
+    _unraisable_hook.previous(unraisable)
+
+
+_unraisable_hook.previous = sys.unraisablehook
+
+
+@contextlib.contextmanager
+def raise_swallowed(what):
+    """Raise ``RuntimeError`` (chained to the first exception) if a compiled callback on this
+    thread reported an exception through ``sys.unraisablehook`` while the block ran, instead
+    of letting it be printed and ignored. ``what`` names the callback in the message."""
+    if sys.unraisablehook is not _unraisable_hook:  # installed lazily; pytest swaps it per test
+        _unraisable_hook.previous = sys.unraisablehook
+        sys.unraisablehook = _unraisable_hook
+    outer = getattr(_LOCAL, "errors", None)
+    _LOCAL.errors = errors = []
+    try:
+        yield
+    finally:
+        _LOCAL.errors = outer
+    if errors:
+        first = errors[0]
+        more = f" ({len(errors) - 1} more after it)" if len(errors) > 1 else ""
+        raise RuntimeError(f"the compiled kernel {what} raised {type(first).__name__}: {first}"
+                           f"{more}; inside a C callback it cannot pass the exception on, so its "
+                           "result is not used") from first
 
 
 def extern_kernel(symbol: str, signature, py_func):

@@ -146,7 +146,8 @@ def _check_data(data, components):
     if data.n_items < 2:
         raise ValueError(f"ranking models need at least 2 items, got {data.n_items}")
     if data.n_distinct == 0:
-        raise ValueError("no ballots to fit (the data has no rows)")
+        where = f"{data.source}: " if getattr(data, "source", None) else ""
+        raise ValueError(f"{where}no ballots to fit (the data has no rows)")
 
 
 def _coords(data, components):

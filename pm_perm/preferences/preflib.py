@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pm_perm._memory import format_bytes, memory_budget
+from pm_perm._text import check_text_file
 from pm_perm.preferences.data import KINDS, RankingData, fill_rank_row, kind_problem
 
 __all__ = ["read_preflib", "write_preflib"]
@@ -43,15 +44,9 @@ class _Source:
 
     def __init__(self, path):
         self.path = path
-        raw = Path(path).read_bytes().removeprefix(codecs.BOM_UTF8)  # a BOM (Windows editors)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            head = raw[:err.start].decode("utf-8")
-            lineno = head.replace("\r\n", "\n").replace("\r", "\n").count("\n") + 1
-            raise self.error(lineno, f"byte 0x{raw[err.start]:02x} is not UTF-8; PrefLib files "
-                                     "must be UTF-8 text: convert the file (e.g. iconv -f "
-                                     "latin1 -t utf-8)") from None
+        check_text_file(path, what="PrefLib", hint="PrefLib files must be UTF-8 text: convert "
+                        "the file (e.g. iconv -f latin1 -t utf-8)")  # before loading it
+        text = Path(path).read_bytes().removeprefix(codecs.BOM_UTF8).decode("utf-8")
         lines = io.StringIO(text, newline=None)  # universal newlines, as open() in text mode
         self.lines = [(k + 1, s.rstrip("\r\n")) for k, s in enumerate(lines) if s.strip()]
 
@@ -149,8 +144,10 @@ def read_preflib(path) -> RankingData:
         The path is missing or is a folder.
     ValueError
         Naming the file and line: a file that is not UTF-8 (a leading byte-order mark is
-        accepted), an unparseable line, an empty tie block ``{}``, an item id out of range, an
-        item repeated in an order, ties in a strict-order (``.soc``/``.soi``) file, an incomplete
+        accepted) or holds a NUL byte (also naming the byte offset; found by a scan in 256 KiB
+        chunks before the file is loaded), a file larger than the memory budget, an
+        unparseable line, an empty tie block ``{}``, an item id out of range, an item repeated
+        in an order, ties in a strict-order (``.soc``/``.soi``) file, an incomplete
         order in a ``.soc``/``.toc`` file, a count that is not a positive integer or is beyond
         the int64 limit (alone or summed), counts or orders that do not add up to the header's
         totals, a header whose ``NUMBER ALTERNATIVES`` differs from its ``ALTERNATIVE NAME``
@@ -191,7 +188,7 @@ def read_preflib(path) -> RankingData:
         row = np.full(M, -1, dtype=np.int64)
         problem = fill_rank_row(row, blocks)
         if problem:
-            raise src.error(lineno, problem)
+            raise src.error(lineno, _as_in_file(problem, blocks, ids, names))
         if kind.startswith("so") and any(len(b) > 1 for b in blocks):
             raise src.error(lineno, f"ties ({{...}}) in a strict-order .{kind} file; use .to"
                                     f"{kind[2]} for weak orders")
@@ -213,6 +210,18 @@ def read_preflib(path) -> RankingData:
     del to_lines  # before RankingData's checks, which sort a copy of the table
     return RankingData(orders, np.array(counts, dtype=np.int64), tuple(names), kind,
                        source=str(path))
+
+
+def _as_in_file(problem, blocks, ids, names):
+    """``fill_rank_row``'s ``problem`` with a repeated item named as the file names it (its id
+    in the file and its name), not by its 0-based index."""
+    seen = set()
+    for i in (i for block in blocks for i in block):
+        if i in seen:
+            file_id = next(k for k, v in ids.items() if v == i)
+            return f"item {file_id} ({names[i]!r}) appears more than once in this order"
+        seen.add(i)
+    return problem
 
 
 def _check_table_size(src, lineno, n_distinct, M, budget):

@@ -337,3 +337,61 @@ def test_bad_settings_refused_at_parsing(ballots, tmp_path, capsys, monkeypatch,
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert f"argument {option}: must be a {requirement}" in last and repr(extra[-1]) in last
     assert not (tmp_path / "o.json").exists()
+
+
+# ------------------------------------------------ issue 53, section 7: the CLI as a new user
+
+
+def _soi(path, M, body):
+    head = [f"# NUMBER ALTERNATIVES: {M}"] + [f"# ALTERNATIVE NAME {i}: I{i}"
+                                              for i in range(1, M + 1)]
+    path.write_text("\n".join(head + body) + "\n")
+    return path
+
+
+def test_header_only_file_names_the_file_before_any_model(tmp_path, capsys, no_fit,
+                                                          monkeypatch):
+    def no_model(*a, **k):
+        raise AssertionError("a model was built for a file without ballots")
+    for name in rankings_cli.MODELS.values():
+        monkeypatch.setattr(rmod, name, no_model)
+    path = _soi(tmp_path / "empty.soi", 4, [])
+    assert main(["preferences", str(path), "--json", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: the file has no ballots" in err and err.count("\n") == 1
+
+
+def test_too_many_items_names_the_flag(tmp_path, capsys, no_fit):
+    path = _soi(tmp_path / "wide.soi", 40, ["3: 1,2,3", "1: 5,4,3,2,1"])
+    assert main(["preferences", str(path), "--json", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--model plackett-luce" in err and "pm_perm.PlackettLuce" not in err
+    assert str(path) in err
+
+
+def test_repeated_item_named_as_in_the_file(tmp_path, capsys, no_fit):
+    path = _soi(tmp_path / "rep.soi", 4, ["2: 1,2,3", "1: 1,3,1"])
+    assert main(["preferences", str(path), "--json", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}, line 7: item 1 ('I1') appears more than once" in err
+
+
+@pytest.mark.parametrize("K", [3, 1000])
+def test_more_components_than_distinct_orders_refused(tmp_path, capsys, no_fit, K):
+    path = _soi(tmp_path / "few.soi", 4, ["5: 1,2,3", "5: 2,1"])
+    assert main(["preferences", str(path), "--components", str(K),
+                 "--json", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"--components {K} is more than the 2 distinct order(s)" in err
+    assert "use --components 2 or fewer" in err and not (tmp_path / "o.json").exists()
+
+
+def test_map_summary_claims_no_posterior_probability():
+    result = {"model": "full", "components": 1, "fit": "map", "n_rankings": 10, "n_items": 3,
+              "train": {"loglik_per_ranking": -1.0}, "heldout": {"loglik_per_ranking": None},
+              "consensus": ["A", "B", "C"],
+              "consensus_posterior": [{"order": ["A", "B", "C"], "probability": 1.0}]}
+    text = rankings_cli.format_summary(result)
+    assert "posterior" not in text and "A > B > C" in text and "MAP estimate" in text
+    nuts = rankings_cli.format_summary({**result, "fit": "nuts"})
+    assert "consensus (posterior probability 1.00): A > B > C" in nuts

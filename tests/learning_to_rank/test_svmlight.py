@@ -71,3 +71,26 @@ def test_a_bad_line_is_named(tmp_path, line, reason):
     f.write_text(f"0 qid:1 1:0.5\n\n{line}\n")
     with pytest.raises(ValueError, match=rf"bad.txt:3: .*{reason}"):
         read_svmlight_files([f], query_id=True)
+
+
+@pytest.mark.parametrize("head, line", [(b"", 1), (b"1 qid:1 1:0.5 2:1\n0 qid:1 1:0.1\n", 3)])
+def test_nul_bytes_refused_at_once_in_bounded_memory(tmp_path, head, line):
+    """issue 53, s.7: a 2 GiB file of NULs (sparse: no disk used) fails within seconds."""
+    import time
+    import tracemalloc
+
+    path = tmp_path / "zeros.txt"
+    with open(path, "wb") as f:
+        f.write(head)
+        f.truncate(2 * 2**30)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(ValueError, match=f"line {line}: a NUL byte .0x00. at byte offset "
+                                             f"{len(head)}: this is not a text file"):
+            read_svmlight_files([path], query_id=True)
+    finally:
+        seconds = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert seconds < 5 and peak < 32 * 2**20, (seconds, peak)

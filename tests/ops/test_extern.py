@@ -201,3 +201,24 @@ def test_a_low_priority_process_compiles_without_the_lock(monkeypatch):
         with extern._one_compiler("pm_perm_test_priority", body):
             pass
         assert bool(calls) is locked, (niceness, calls)
+
+
+def test_an_exception_inside_a_c_kernel_is_raised_not_ignored():
+    """issue 53, s.7: numba prints an exception raised in a cfunc ("Exception ignored in
+    <numba.core.cpu.CPUContext>") and returns 0; the Python call must raise instead."""
+    f64 = types.CPointer(types.float64)
+
+    def body(x, n, out):
+        total = 0.0
+        for i in range(n):
+            total += x[i]
+        out[0] = 1.0 / total  # ZeroDivisionError for a zero sum (numba's Python error model)
+        return 0
+
+    kernel = extern_kernel("pm_perm_test_divide", types.intp(f64, types.intp, f64), body)()
+    out = np.empty(1)
+    assert kernel(np.array([1.0, 1.0]), 2, out) == 0 and out[0] == 0.5
+    with pytest.raises(RuntimeError, match="pm_perm_test_divide raised ZeroDivisionError") as info:
+        kernel(np.zeros(2), 2, out)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert kernel(np.array([2.0, 2.0]), 2, out) == 0 and out[0] == 0.25  # and it still works

@@ -69,8 +69,8 @@ def test_old_layout_zero_and_one_based(tmp_path):
     [
         ("soi", "2: 1,5", r"line 10: item id 5 is out of range"),
         ("soi", "2: 1,0", r"line 10: item id 0 is out of range"),
-        ("soi", "2: 1,2,1", r"line 10: item 0 appears more than once"),
-        ("toi", "2: 1,{2,1}", r"line 10: item 0 appears more than once"),
+        ("soi", "2: 1,2,1", r"line 10: item 1 \('Ann'\) appears more than once"),
+        ("toi", "2: 1,{2,1}", r"line 10: item 1 \('Ann'\) appears more than once"),
         ("soi", "1: 1\n2: 1,{2,3}", r"line 11: ties .* strict-order .soi"),
         ("soc", "2: 1,{2,3},4", r"line 10: ties .* strict-order .soc"),
         ("soc", "2: 1,2,3", r"line 10: incomplete order in a .soc file"),
@@ -230,8 +230,8 @@ def test_encoding(tmp_path):
         assert read_preflib(bom) == expected  # a BOM (Windows editors) is dropped
     latin1 = tmp_path / "latin1.soi"
     latin1.write_bytes(good.read_bytes().replace(b"Cat", "Café".encode("latin-1")))
-    with pytest.raises(ValueError, match=rf"{latin1}, line 8: byte 0xe9 is not UTF-8; PrefLib "
-                                         "files must be UTF-8"):
+    with pytest.raises(ValueError, match=rf"{latin1}, line 8: byte 0xe9 is not UTF-8 \(byte "
+                                         r"offset \d+\); PrefLib files must be UTF-8"):
         read_preflib(latin1)
     latin1.write_bytes(b"\xef\xbb\xbf" + latin1.read_bytes().replace(b"\n", b"\r"))
     with pytest.raises(ValueError, match=r"line 8: byte 0xe9 is not UTF-8"):
@@ -472,3 +472,55 @@ def test_repeated_row_check_matches_brute_force():
     with pytest.raises(ValueError, match="orders contain repeated rows"):
         RankingData(np.array([[0, 1, 2], [1, 0, 2], [0, 1, 2]]), np.ones(3, dtype=np.int64),
                     ("A", "B", "C"), "soc")
+
+
+# ------------------------------------- issue 53, s.7: a 2 GiB file of NUL bytes fails at once
+
+
+def _sparse(path, head, size):
+    """A file of ``head`` followed by NUL bytes up to ``size`` (sparse: no disk used)."""
+    with open(path, "wb") as f:
+        f.write(head)
+        f.truncate(size)
+    return path
+
+
+def _timed_peak(fn):
+    """``fn()``'s exception, seconds and peak traced memory (bytes)."""
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(ValueError) as info:
+            fn()
+    finally:
+        seconds = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return str(info.value), seconds, peak
+
+
+@pytest.mark.parametrize("head, line", [
+    (b"", 1),
+    (b"# NUMBER ALTERNATIVES: 2\n# ALTERNATIVE NAME 1: A\n# ALTERNATIVE NAME 2: B\n3: 1,2\n", 5),
+])
+def test_nul_bytes_refused_at_once_in_bounded_memory(tmp_path, head, line):
+    path = _sparse(tmp_path / "zeros.soi", head, 2 * 2**30)
+    msg, seconds, peak = _timed_peak(lambda: read_preflib(path))
+    assert msg.startswith(f"{path}, line {line}: a NUL byte (0x00) at byte offset {len(head)}: "
+                          "this is not a text file")
+    assert seconds < 5 and peak < 32 * 2**20, (seconds, peak)  # main: minutes, 19 GB
+
+
+def test_file_beyond_the_memory_budget_refused_unless_raised(tmp_path, monkeypatch):
+    path = _sparse(tmp_path / "huge.soc", b"# NUMBER ALTERNATIVES: 2\n", 3 * 2**30)
+    msg, seconds, peak = _timed_peak(lambda: read_preflib(path))
+    assert msg.startswith(f"{path}: the file is 3.00 GiB, more than the memory budget of "
+                          "2.00 GiB") and "PM_PERM_MEMORY_BUDGET" in msg
+    assert seconds < 5 and peak < 32 * 2**20
+    monkeypatch.setenv("PM_PERM_MEMORY_BUDGET", "8G")  # raised: the scan finds the NULs
+    msg, seconds, peak = _timed_peak(lambda: read_preflib(path))
+    assert msg.startswith(f"{path}, line 2: a NUL byte (0x00) at byte offset 25")
+    assert seconds < 5 and peak < 32 * 2**20
