@@ -94,6 +94,8 @@ class ExternKernel(NamedTuple):
 # collects what the hook reports on its thread during the call and raises it.
 
 _LOCAL = threading.local()
+_LOCK = threading.Lock()
+_ACTIVE = [0]  # kernel calls in progress (all threads): the hook is ours only while one runs
 
 
 def _unraisable_hook(unraisable):
@@ -111,16 +113,26 @@ _unraisable_hook.previous = sys.unraisablehook
 def raise_swallowed(what):
     """Raise ``RuntimeError`` (chained to the first exception) if a compiled callback on this
     thread reported an exception through ``sys.unraisablehook`` while the block ran, instead
-    of letting it be printed and ignored. ``what`` names the callback in the message."""
-    if sys.unraisablehook is not _unraisable_hook:  # installed lazily; pytest swaps it per test
-        _unraisable_hook.previous = sys.unraisablehook
-        sys.unraisablehook = _unraisable_hook
+    of letting it be printed and ignored. ``what`` names the callback in the message.
+
+    The interpreter's hook is replaced only while a kernel call runs (the previous hook gets
+    every report from other code meanwhile) and restored after the last one ends: importing or
+    using pm_perm leaves ``sys.unraisablehook`` as it was."""
+    with _LOCK:
+        if _ACTIVE[0] == 0:
+            _unraisable_hook.previous = sys.unraisablehook
+            sys.unraisablehook = _unraisable_hook
+        _ACTIVE[0] += 1
     outer = getattr(_LOCAL, "errors", None)
     _LOCAL.errors = errors = []
     try:
         yield
     finally:
         _LOCAL.errors = outer
+        with _LOCK:
+            _ACTIVE[0] -= 1
+            if _ACTIVE[0] == 0 and sys.unraisablehook is _unraisable_hook:
+                sys.unraisablehook = _unraisable_hook.previous
     if errors:
         first = errors[0]
         more = f" ({len(errors) - 1} more after it)" if len(errors) > 1 else ""

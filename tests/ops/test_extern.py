@@ -222,3 +222,22 @@ def test_an_exception_inside_a_c_kernel_is_raised_not_ignored():
         kernel(np.zeros(2), 2, out)
     assert isinstance(info.value.__cause__, ZeroDivisionError)
     assert kernel(np.array([2.0, 2.0]), 2, out) == 0 and out[0] == 0.25  # and it still works
+
+
+def test_the_unraisable_hook_is_restored_after_a_kernel_call():
+    """pm_perm replaces ``sys.unraisablehook`` only while a kernel call runs (it must not change
+    the interpreter's hook for other code); a report from other code meanwhile still reaches the
+    previous hook."""
+    import sys
+    from types import SimpleNamespace
+
+    from pm_perm.ops.extern import raise_swallowed
+
+    before = sys.unraisablehook
+    with raise_swallowed("nothing"):
+        assert sys.unraisablehook is not before
+    assert sys.unraisablehook is before
+    with pytest.raises(RuntimeError, match="inner raised ValueError"):
+        with raise_swallowed("inner"):
+            sys.unraisablehook(SimpleNamespace(exc_value=ValueError("x")))
+    assert sys.unraisablehook is before
