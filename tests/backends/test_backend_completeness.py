@@ -65,27 +65,9 @@ INHERITED = {
     "own implementation",
 }
 
-_NO_JAX_DRAWS = (
-    "no JAX sampler: the draws run pm_perm's numba/C samplers. The JAX backend serves the "
-    "samplers of logp graphs (numpyro, blackjax, nutpie's JAX backend), which hold no "
-    "RandomVariable of pm_perm; prior and posterior predictive draws compile with the default "
-    "numba backend"
-)
-
-#: Ops without a JAX implementation.
-NO_JAX = {
-    f"pm_perm.distributions.{name}": _NO_JAX_DRAWS
-    for name in (
-        "conditional_bernoulli.ConditionalBernoulliRV",
-        "n_choose_k.NChooseKRV",
-        "ordinal_n_choose_k.OrdinalNChooseKRV",
-        "partial_ranking.PartialRankingRV",
-        "permutation.PermutationExpFamilyRV",
-        "permutation.PermutationExpFamilyBetheRV",
-        "permutation.PermutationExpFamilyGlynnRV",
-        "plackett_luce.PlackettLuceRV",
-    )
-}
+#: Ops without a JAX implementation: none (pm_perm's RandomVariables draw through a host
+#: callback to their CPU samplers: pm_perm.backends.jax.random).
+NO_JAX: dict[str, str] = {}
 
 #: Ops without a numba implementation: none.
 NO_NUMBA: dict[str, str] = {}

@@ -19,7 +19,18 @@ from pm_perm.backends.jax import (
     partial_orders,
     permanent,
     plackett_luce,
+    random,
 )
+from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulliRV
+from pm_perm.distributions.n_choose_k import NChooseKRV
+from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseKRV
+from pm_perm.distributions.partial_ranking import PartialRankingRV
+from pm_perm.distributions.permutation import (
+    PermutationExpFamilyBetheRV,
+    PermutationExpFamilyGlynnRV,
+    PermutationExpFamilyRV,
+)
+from pm_perm.distributions.plackett_luce import PlackettLuceRV
 from pm_perm.ops import bethe as bethe_ops
 from pm_perm.ops import cardinality as card_ops
 from pm_perm.ops import matching as matching_ops
@@ -152,3 +163,13 @@ def _jax_plackett_luce_sum(op, node=None, **kwargs):
 @jax_funcify.register(pl_ops.PlackettLuceLoglikAndVJP)
 def _jax_plackett_luce_loglik_and_vjp(op, node=None, **kwargs):
     return _pl_fns(node)[2]
+
+
+# ----------------------------------------------------------------------------- draws
+# (the exact CPU samplers of each RandomVariable, through a host callback: random.py)
+
+random.register((
+    ConditionalBernoulliRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
+    PermutationExpFamilyRV, PermutationExpFamilyBetheRV, PermutationExpFamilyGlynnRV,
+    PlackettLuceRV,
+))
