@@ -27,7 +27,8 @@ before any work (created with its parents if missing; a file in the way, or an o
 folder, is refused); a run replaces an earlier run's outputs, each written atomically.
 
 The SBC machinery (replications, ranks, the uniformity test, the histograms) is
-:mod:`pm_perm.testing.sbc`; this file holds the five models and the command line.
+:mod:`pm_perm.testing.sbc`, the five models :mod:`pm_perm.testing.sbc_models`; this file is the
+command line.
 """
 
 from __future__ import annotations
@@ -38,137 +39,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pymc as pm
-import pytensor.tensor as pt
 
-from pm_perm import PermutationExpFamily, edge_logits
 from pm_perm._io import OutputPathError, check_outputs, make_folder, save_figure
-from pm_perm.testing.sbc import SBCModel, plot_rank_histograms, uniformity_pvalue
+from pm_perm.testing.sbc import plot_rank_histograms, uniformity_pvalue
 from pm_perm.testing.sbc import run_sbc as run_sbc_model
+from pm_perm.testing.sbc_models import MODELS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import write_result  # noqa: E402
-
-
-def _matching(rng):
-    x = rng.normal(size=(20, 6, 6, 3))
-
-    def build(y_obs):
-        with pm.Model() as model:
-            theta = pm.Normal("theta", 0.0, 1.0, shape=3)
-            y = pm.Data("y_obs", y_obs)
-            PermutationExpFamily("y", logits=edge_logits(x, theta), observed=y)
-        return model
-
-    def simulate(theta_sym):
-        return PermutationExpFamily.dist(logits=edge_logits(x, theta_sym))
-
-    return SBCModel({"theta": (3,)}, {"theta": lambda r: r.normal(size=3)}, build, simulate)
-
-
-def _ranking(rng):
-    M, d = 5, 2
-    psi = rng.normal(size=(15, M, d))
-    c = (M - np.arange(M)) / M
-
-    def logits(theta):
-        return pt.dot(psi, theta)[..., :, None] * c[None, None, :]
-
-    def build(y_obs):
-        with pm.Model() as model:
-            theta = pm.Normal("theta", 0.0, 1.0, shape=d)
-            y = pm.Data("y_obs", y_obs)
-            PermutationExpFamily("y", logits=logits(theta), observed=y)
-        return model
-
-    def simulate(theta_sym):
-        return PermutationExpFamily.dist(logits=logits(theta_sym))
-
-    return SBCModel({"theta": (d,)}, {"theta": lambda r: r.normal(size=d)}, build, simulate)
-
-
-def _nchoosek(rng):
-    from pm_perm.distributions.n_choose_k import NChooseK
-
-    D, d = 6, 2
-    X = rng.normal(size=(40, D, d))
-
-    def build(y_obs):
-        with pm.Model() as model:
-            theta = pm.Normal("theta", 0.0, 1.0, shape=d)
-            pk = pm.Dirichlet("count_probs", a=np.ones(D + 1))
-            y = pm.Data("y_obs", y_obs)
-            NChooseK("y", logits=pt.dot(X, theta), count_probs=pk, observed=y)
-        return model
-
-    def simulate(theta_sym, pk_sym):
-        return NChooseK.dist(logits=pt.dot(X, theta_sym), count_probs=pk_sym)
-
-    priors = {"theta": lambda r: r.normal(size=d),
-              "count_probs": lambda r: r.dirichlet(np.ones(D + 1))}
-    return SBCModel({"theta": (d,), "count_probs": (D + 1,)}, priors, build, simulate)
-
-
-def _ordinal(rng):
-    from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
-
-    D, d, counts = 5, 2, np.array([2, 2, 1])
-    X = rng.normal(size=(30, D, d))
-
-    def build(y_obs):
-        with pm.Model() as model:
-            theta = pm.Normal("theta", 0.0, 1.0, shape=d)
-            y = pm.Data("y_obs", y_obs)
-            OrdinalNChooseK("y", logits=pt.dot(X, theta), counts=counts, observed=y)
-        return model
-
-    def simulate(theta_sym):
-        return OrdinalNChooseK.dist(logits=pt.dot(X, theta_sym), counts=counts)
-
-    return SBCModel({"theta": (d,)}, {"theta": lambda r: r.normal(size=d)}, build, simulate)
-
-
-def _zero_sum(r, shape):
-    """A ``pm.ZeroSumNormal(1)`` draw: iid normals centred along every axis."""
-    x = r.normal(size=shape)
-    for axis in range(len(shape)):
-        x = x - x.mean(axis=axis, keepdims=True)
-    return x
-
-
-def _rankings_full(rng):
-    from pm_perm.ops.partial_orders import partial_order_loglik_sum
-    from pm_perm.preferences.synthetic import default_positions, draw_ballots
-
-    M, n = 4, 40
-    c = default_positions(M)
-    length_probs = np.array([0.0, 0.3, 0.3, 0.0, 0.4])
-
-    def logits(u, tau, delta):
-        return u[:, None] * c[None, :] + tau * delta
-
-    def build(y_obs):
-        with pm.Model() as model:
-            u = pm.ZeroSumNormal("u", sigma=1.0, shape=M)
-            tau = pm.HalfNormal("tau", 1.0)
-            delta = pm.ZeroSumNormal("delta_raw", sigma=1.0, n_zerosum_axes=2, shape=(M, M))
-            y = pm.Data("y_obs", y_obs)
-            pm.Potential("ballots", partial_order_loglik_sum(logits(u, tau, delta), y,
-                                                             np.ones(n)))
-        return model
-
-    def simulate(u, tau, delta, rng):
-        return draw_ballots(n, logits=logits(u, tau, delta), length_probs=length_probs, rng=rng)
-
-    priors = {"u": lambda r: _zero_sum(r, (M,)), "tau": lambda r: np.abs(r.normal()),
-              "delta_raw": lambda r: _zero_sum(r, (M, M))}
-    # a NumPy simulator (exact draws), not a PyMC distribution
-    return SBCModel({"u": (M,), "tau": (), "delta_raw": (M, M)}, priors, build, simulate,
-                    numpy_simulator=True)
-
-
-MODELS = {"matching": _matching, "ranking": _ranking, "nchoosek": _nchoosek, "ordinal": _ordinal,
-          "rankings_full": _rankings_full}
 
 
 def run_sbc(name, reps, n_thin=99, draws=500, tune=500, seed=0, progress=False):

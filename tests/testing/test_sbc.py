@@ -9,11 +9,9 @@ five models, is ``benchmarks/sbc.py``; results in the docs).
 import matplotlib
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 import pytest
 
-from pm_perm import PermutationExpFamily, edge_logits
-from pm_perm.testing import SBCModel, plot_rank_histograms, run_sbc, uniformity_pvalue
+from pm_perm.testing import SBCModel, plot_rank_histograms, run_sbc, sbc_models, uniformity_pvalue
 
 matplotlib.use("Agg")
 
@@ -99,82 +97,14 @@ def test_uniformity_pvalue_and_histograms():
 # pm_perm's likelihoods with nutpie (slow). The models are those of benchmarks/sbc.py.
 
 
-def _matching(rng):
-    x = rng.normal(size=(20, 6, 6, 3))
-
-    def build(y_obs):
-        with pm.Model() as model:
-            theta = pm.Normal("theta", 0.0, 1.0, shape=3)
-            PermutationExpFamily("y", logits=edge_logits(x, theta), observed=pm.Data("y_obs",
-                                                                                     y_obs))
-        return model
-
-    return SBCModel({"theta": (3,)}, {"theta": lambda r: r.normal(size=3)}, build,
-                    lambda theta: PermutationExpFamily.dist(logits=edge_logits(x, theta)))
-
-
-def _ranking(rng):
-    M, d = 5, 2
-    psi = rng.normal(size=(15, M, d))
-    c = (M - np.arange(M)) / M
-
-    def logits(theta):
-        return pt.dot(psi, theta)[..., :, None] * c[None, None, :]
-
-    def build(y_obs):
-        with pm.Model() as model:
-            theta = pm.Normal("theta", 0.0, 1.0, shape=d)
-            PermutationExpFamily("y", logits=logits(theta), observed=pm.Data("y_obs", y_obs))
-        return model
-
-    return SBCModel({"theta": (d,)}, {"theta": lambda r: r.normal(size=d)}, build,
-                    lambda theta: PermutationExpFamily.dist(logits=logits(theta)))
-
-
-def _zero_sum(r, shape):
-    x = r.normal(size=shape)
-    for axis in range(len(shape)):
-        x = x - x.mean(axis=axis, keepdims=True)
-    return x
-
-
-def _rankings_full(rng):
-    from pm_perm.ops.partial_orders import partial_order_loglik_sum
-    from pm_perm.preferences.synthetic import default_positions, draw_ballots
-
-    M, n = 4, 40
-    c = default_positions(M)
-    length_probs = np.array([0.0, 0.3, 0.3, 0.0, 0.4])
-
-    def logits(u, tau, delta):
-        return u[:, None] * c[None, :] + tau * delta
-
-    def build(y_obs):
-        with pm.Model() as model:
-            u = pm.ZeroSumNormal("u", sigma=1.0, shape=M)
-            tau = pm.HalfNormal("tau", 1.0)
-            delta = pm.ZeroSumNormal("delta_raw", sigma=1.0, n_zerosum_axes=2, shape=(M, M))
-            y = pm.Data("y_obs", y_obs)
-            pm.Potential("ballots", partial_order_loglik_sum(logits(u, tau, delta), y,
-                                                             np.ones(n)))
-        return model
-
-    def simulate(u, tau, delta, rng):
-        return draw_ballots(n, logits=logits(u, tau, delta), length_probs=length_probs, rng=rng)
-
-    priors = {"u": lambda r: _zero_sum(r, (M,)), "tau": lambda r: np.abs(r.normal()),
-              "delta_raw": lambda r: _zero_sum(r, (M, M))}
-    return SBCModel({"u": (M,), "tau": (), "delta_raw": (M, M)}, priors, build, simulate,
-                    numpy_simulator=True)
-
-
 def _nutpie_sbc(make, reps, seed):
     rng = np.random.default_rng(seed)
     return run_sbc(make(rng), reps, draws=300, tune=300, sampler="nutpie", seed=seed, rng=rng)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make", [_matching, _ranking], ids=["matching", "ranking"])
+@pytest.mark.parametrize("make", [sbc_models.matching, sbc_models.ranking],
+                         ids=["matching", "ranking"])
 def test_reduced_sbc(make):
     """30 replications, 5 bins, p > 1e-3: a correct model fails with probability ~1e-3 per
     parameter (5 parameters in the two models: false-failure rate about 0.5 %)."""
@@ -194,7 +124,7 @@ def test_sbc_full_ranking_model_on_top_k_data():
     probability about 21 x 1e-4 = 0.2 %.
     """
     pytest.importorskip("nutpie")
-    ranks = _nutpie_sbc(_rankings_full, reps=200, seed=5)
+    ranks = _nutpie_sbc(sbc_models.rankings_full, reps=200, seed=5)
     for param, rk in ranks.items():
         assert len(rk) == 200 and min(rk) >= 0 and max(rk) <= 99
         pval, _ = uniformity_pvalue(rk, bins=10)
