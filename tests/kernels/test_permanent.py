@@ -19,24 +19,13 @@ from pm_perm.reference.permutations import (
     log_permanent_enum,
     permutation_marginals_enum,
 )
-
-
-def _random_logits(rng, M, batch=(), scale=2.0, forbid=0.2):
-    """Gaussian logits with a fraction of -inf entries, each matrix keeping a feasible matching."""
-    W = rng.normal(scale=scale, size=batch + (M, M))
-    mask = rng.random(W.shape) < forbid
-    W[mask] = -np.inf
-    flat = W.reshape(-1, M, M)
-    for w in flat:  # keep a random permutation allowed so perm > 0
-        sigma = rng.permutation(M)
-        w[np.arange(M), sigma] = rng.normal(scale=scale, size=M)
-    return flat.reshape(W.shape)
+from tests.kernels._logits import random_logits
 
 
 @pytest.mark.parametrize("M", range(1, 8))
 def test_against_enumeration(M):
     rng = np.random.default_rng(100 + M)
-    W = _random_logits(rng, M, batch=(4,))
+    W = random_logits(rng, M, batch=(4,))
     W[0, 0, : max(M - 1, 0)] = -np.inf  # a row with only one allowed column
     lp, P = log_permanent_and_marginals(W)
     ref = log_permanent_enum(W)
@@ -51,7 +40,7 @@ def test_against_enumeration(M):
 @pytest.mark.parametrize("M", range(1, 8))
 def test_probabilities_sum_to_one(M):
     rng = np.random.default_rng(M)
-    W = _random_logits(rng, M)
+    W = random_logits(rng, M)
     perms = all_permutations(M)
     scores = W[np.arange(M), perms].sum(-1)
     with np.errstate(over="ignore"):

@@ -7,18 +7,7 @@ from scipy import stats
 from pm_perm.kernels.permanent import log_permanent, permutation_marginals
 from pm_perm.kernels.permutation_sampler import sample_permutation_core, sample_permutations
 from pm_perm.reference.permutations import all_permutations
-
-
-def _random_logits(rng, M, batch=(), scale=2.0, forbid=0.2):
-    """Gaussian logits with a fraction of -inf entries, each matrix keeping a feasible matching."""
-    W = rng.normal(scale=scale, size=batch + (M, M))
-    mask = rng.random(W.shape) < forbid
-    W[mask] = -np.inf
-    flat = W.reshape(-1, M, M)
-    for w in flat:  # keep a random permutation allowed so perm > 0
-        sigma = rng.permutation(M)
-        w[np.arange(M), sigma] = rng.normal(scale=scale, size=M)
-    return flat.reshape(W.shape)
+from tests.kernels._logits import random_logits
 
 
 def test_sampler_chi_square_all_24_permutations_at_m4():
@@ -27,7 +16,7 @@ def test_sampler_chi_square_all_24_permutations_at_m4():
     The test fails if p < 1e-4: a false-failure rate of 1e-4 for a correct sampler.
     """
     rng = np.random.default_rng(11)
-    W = _random_logits(rng, 4, forbid=0.1)
+    W = random_logits(rng, 4, forbid=0.1)
     perms = all_permutations(4)
     p = np.exp(W[np.arange(4), perms].sum(-1) - log_permanent(W))
     y = sample_permutations(W, size=(40_000,), rng=12)
@@ -43,7 +32,7 @@ def test_sampler_chi_square_all_24_permutations_at_m4():
 def test_sampler_marginals_and_validity(M):
     """Sample marginals within 5 binomial standard errors (+1e-3) of the exact ones."""
     rng = np.random.default_rng(13 + M)
-    W = _random_logits(rng, M)
+    W = random_logits(rng, M)
     n = 20_000
     y = sample_permutations(W, size=(n,), rng=14)
     assert y.shape == (n, M) and y.dtype == np.int64
