@@ -17,7 +17,7 @@ import numpy as np
 from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.kernels.plackett_luce import sample_plackett_luce
 
-__all__ = ["default_positions", "draw_ballots", "rank_one_logits",
+__all__ = ["add_ties", "default_positions", "draw_ballots", "rank_one_logits",
            "simulate_rankings"]
 
 
@@ -130,3 +130,61 @@ def simulate_rankings(n, *, logits=None, utilities=None, mixture_weights=None,
     if len(names) != M:
         raise ValueError(f"item_names has {len(names)} names for {M} items")
     return RankingData.from_orders(orders, item_names=names)
+
+
+def add_ties(data, share, *, min_length=3, pair="random", rng=None):
+    """Tie one adjacent pair of positions in a random ``share`` of the longer ballots.
+
+    Each ballot ranking at least ``min_length`` items is, independently with probability
+    ``share``, given one tie: a pair of adjacent ranked positions ``(p, p+1)`` (chosen by
+    ``pair``) becomes a tie block at ``p`` (rank form: both items hold ``p``). Used to give
+    real strict data (e.g. APA 1998) the tie pattern of surveys, for checks of tied-data
+    likelihoods and predictive checks. Ballots are expanded, tied and re-aggregated; cost
+    O(n_ballots M).
+
+    Parameters
+    ----------
+    data : RankingData
+        Strict ballots (no ties yet).
+    share : float
+        Probability in ``[0, 1]`` that an eligible ballot gets a tie.
+    min_length : int
+        Ballots ranking fewer items are left alone (``>= 2``).
+    pair : {"random", "first", "last"}
+        Which adjacent pair is tied: uniformly chosen, the first two or the last two ranked
+        items.
+    rng : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    RankingData
+        Same items; kind ``"toc"``/``"toi"`` when a tie was added.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> data = simulate_rankings(2000, utilities=np.zeros(4), rng=0)
+    >>> tied = add_ties(data, 0.5, rng=1)
+    >>> int(tied.n_rankings), tied.has_ties
+    (2000, True)
+    """
+    from pm_perm.preferences.data import RankingData
+
+    if not 0.0 <= float(share) <= 1.0:
+        raise ValueError(f"share must be a probability in [0, 1], got {share!r}")
+    if isinstance(min_length, bool) or int(min_length) != min_length or min_length < 2:
+        raise ValueError(f"min_length must be an integer >= 2 (a tie needs two items), got "
+                         f"{min_length!r}")
+    if pair not in ("random", "first", "last"):
+        raise ValueError(f"pair must be 'random', 'first' or 'last', got {pair!r}")
+    if data.has_ties:
+        raise ValueError("add_ties expects strict ballots; the data already has ties")
+    rng = np.random.default_rng(rng)
+    rows = np.repeat(np.asarray(data.orders), np.asarray(data.counts), axis=0)
+    k = (rows >= 0).sum(axis=1)
+    pick = (k >= min_length) & (rng.random(rows.shape[0]) < share)
+    for r in np.flatnonzero(pick):
+        p = {"first": 0, "last": k[r] - 2}.get(pair)
+        p = rng.integers(k[r] - 1) if p is None else p  # tie positions p and p + 1
+        rows[r, rows[r] == p + 1] = p
+    return RankingData.from_orders(rows, item_names=data.item_names)

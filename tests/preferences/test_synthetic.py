@@ -91,3 +91,33 @@ def test_rank_one_and_positions():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         draw_ballots(5, **kwargs)
+
+
+def test_add_ties_ties_one_adjacent_pair_in_the_chosen_share():
+    """``add_ties`` keeps every ballot and its length, ties exactly one adjacent pair in about
+    ``share`` of the eligible ballots (binomial 5-sigma band), and leaves short ballots alone."""
+    from pm_perm.preferences.synthetic import add_ties
+
+    data = simulate_rankings(4000, utilities=np.linspace(1, -1, 5),
+                             length_probs=[0, 0.3, 0.2, 0.2, 0.0, 0.3], rng=0)
+    for pair in ("random", "first", "last"):
+        tied = add_ties(data, 0.25, pair=pair, rng=1)
+        assert tied.n_rankings == data.n_rankings
+        rows = np.repeat(tied.orders, tied.counts, axis=0)
+        k = (rows >= 0).sum(1)
+        blocks = np.array([(r >= 0).sum() - np.unique(r[r >= 0]).size for r in rows])
+        assert set(np.unique(blocks)) == {0, 1}  # at most one tie of two items
+        assert np.array_equal(np.bincount(k, minlength=6),
+                              np.bincount(np.repeat(data.ranked_lengths(), data.counts),
+                                          minlength=6))
+        assert not blocks[k < 3].any()
+        n = int((k >= 3).sum())
+        assert abs(blocks.sum() - 0.25 * n) < 5 * np.sqrt(n * 0.25 * 0.75)
+        if pair == "last":  # the tie block holds the last two ranked positions
+            for r in rows[blocks == 1][:50]:
+                vals = np.sort(r[r >= 0])
+                assert vals[-1] == vals[-2] == (r >= 0).sum() - 2
+    with pytest.raises(ValueError, match="share"):
+        add_ties(data, 1.5)
+    with pytest.raises(ValueError, match="already has ties"):
+        add_ties(add_ties(data, 1.0, rng=0), 0.1)
