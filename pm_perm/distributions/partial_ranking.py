@@ -15,6 +15,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
+from pm_perm.distributions._ballots import ballot_arguments, distinct_rows, per_ballot
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
@@ -215,6 +216,7 @@ class PartialRanking(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         check_observed_orders("PartialRanking", observed, _check_observed, "logits", 2, args,
                               kwargs)
+        args, kwargs, observed = ballot_arguments("PartialRanking", name, args, kwargs, observed)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -258,6 +260,17 @@ class PartialRanking(pm.Discrete):
         return pt.broadcast_to(mode, rv.shape)
 
     def logp(value, logits, weights, length_probs):
+        distinct = distinct_rows(value)
+        if distinct is not None and all(s == 1 for s in logits.type.shape[:-2]) \
+                and all(length_probs.type.broadcastable[:-1]):
+            # one row per ballot: log p of the distinct orders, repeated per ballot
+            orders, counts = distinct
+            lp = PartialRanking._logp_rows(orders, logits, weights, length_probs)
+            return per_ballot(lp, counts)
+        return PartialRanking._logp_rows(value, logits, weights, length_probs)
+
+    @staticmethod
+    def _logp_rows(value, logits, weights, length_probs):
         M = logits.shape[-1]
         value, is_int = integer_rows(value)
         batch_axes = tuple(range(logits.type.ndim - 2))

@@ -16,6 +16,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
+from pm_perm.distributions._ballots import ballot_arguments, distinct_rows, per_ballot
 from pm_perm.distributions._params import select_last
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
@@ -206,6 +207,7 @@ class PlackettLuce(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         check_observed_orders("PlackettLuce", observed, _check_observed, "utilities", 1, args,
                               kwargs)
+        args, kwargs, observed = ballot_arguments("PlackettLuce", name, args, kwargs, observed)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -240,6 +242,17 @@ class PlackettLuce(pm.Discrete):
         return pt.cast(y, "int64")
 
     def logp(value, utilities, weights, length_probs):
+        distinct = distinct_rows(value)
+        if distinct is not None and all(utilities.type.broadcastable[:-1]) \
+                and all(length_probs.type.broadcastable[:-1]):
+            # one row per ballot: log p of the distinct orders, repeated per ballot
+            orders, counts = distinct
+            lp = PlackettLuce._logp_rows(orders, utilities, weights, length_probs)
+            return per_ballot(lp, counts)
+        return PlackettLuce._logp_rows(value, utilities, weights, length_probs)
+
+    @staticmethod
+    def _logp_rows(value, utilities, weights, length_probs):
         M = utilities.shape[-1]
         value, is_int = integer_rows(value)
         u = utilities
