@@ -29,6 +29,8 @@ from pymc.model import modelcontext
 from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
+from pytensor.scalar.basic import Cast
+from pytensor.tensor.elemwise import Elemwise
 
 from pm_perm.ops.ballots import COUNTS_MSG, ExpandCounts, check_counts, expand_counts, repeat_rows
 
@@ -94,11 +96,25 @@ def observed_ballots(observed, weights):
 
 
 def distinct_rows(value):
-    """``(orders, counts)`` when ``value`` is an :func:`observed_ballots` expansion, else None."""
+    """``(orders, counts)`` when ``value`` is an :func:`observed_ballots` expansion, else None.
+
+    Integer casts on top of the expansion (PyMC casts observed data to its integer type and then
+    to the variable's) are applied to the orders instead.
+    """
+    casts = []
+    while (getattr(value, "owner", None) is not None and isinstance(value.owner.op, Elemwise)
+           and isinstance(value.owner.op.scalar_op, Cast)
+           and value.type.dtype in pt.type.int_dtypes
+           and value.owner.inputs[0].type.dtype in pt.type.int_dtypes):
+        casts.append(value.type.dtype)
+        value = value.owner.inputs[0]
     owner = getattr(value, "owner", None)
-    if owner is not None and isinstance(owner.op, ExpandCounts):
-        return tuple(owner.inputs)
-    return None
+    if owner is None or not isinstance(owner.op, ExpandCounts):
+        return None
+    orders, counts = owner.inputs
+    for dtype in reversed(casts):
+        orders = pt.cast(orders, dtype)
+    return orders, counts
 
 
 def per_ballot(ll_distinct, counts):

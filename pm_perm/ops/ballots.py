@@ -34,6 +34,7 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 from pytensor.scalar.basic import Add, Second
+from pytensor.tensor.basic import Alloc
 from pytensor.tensor.elemwise import CAReduce, Elemwise
 from pytensor.tensor.rewriting.basic import register_canonicalize, register_specialize
 
@@ -143,15 +144,24 @@ def _broadcast_counts(counts, x):
 
 
 def _row_constant(g):
-    """``v`` when the cotangent ``g`` is ``second(anything, v)`` with ``v`` broadcastable along
-    axis 0 (the gradient of a sum: every copy has the same cotangent), else None."""
-    node = g.owner
-    if (node is not None and isinstance(node.op, Elemwise)
-            and isinstance(node.op.scalar_op, Second)):
-        v = node.inputs[1]
-        if v.type.ndim == g.type.ndim and v.type.broadcastable[0]:
-            return v
-    return None
+    """A tensor ``v`` broadcastable along axis 0 with ``g = broadcast(v)`` when the cotangent
+    ``g`` is recognisably the same for every row (the gradient of a sum: ``second(y, v)``,
+    ``alloc(v, ...)``, possibly under an empty ``Sum``), else None."""
+    while g.owner is not None:
+        op = g.owner.op
+        if g.type.broadcastable[0]:
+            return g
+        if isinstance(op, CAReduce) and op.axis is not None and len(op.axis) == 0:
+            g = g.owner.inputs[0]
+        elif isinstance(op, Elemwise) and isinstance(op.scalar_op, Second) \
+                and g.owner.inputs[1].type.ndim == g.type.ndim:
+            g = g.owner.inputs[1]
+        elif isinstance(op, Alloc) and g.owner.inputs[0].type.ndim < g.type.ndim:
+            v = g.owner.inputs[0]
+            return pt.shape_padleft(v, g.type.ndim - v.type.ndim)
+        else:
+            return None
+    return g if g.type.broadcastable[0] else None
 
 
 def _segment_sum(g, x, counts):
@@ -160,7 +170,7 @@ def _segment_sum(g, x, counts):
     v = _row_constant(g)
     if v is not None:
         c = _broadcast_counts(counts, x)
-        return pt.cast(pt.second(x, v) * c, x.type.dtype)
+        return pt.cast(pt.second(x, v * c), x.type.dtype)
     n = x.shape[0]
     rows = repeat_rows(pt.arange(n, dtype="int64"), counts)
     return pt.inc_subtensor(pt.zeros_like(x)[rows], g)
