@@ -95,8 +95,8 @@ class RankingModel:
         ``mixture_weights`` (K > 1), ``length_probs``. Deterministics ``u`` (K, M) and ``W``
         (K, M, M; not for Plackett-Luce).
         K = 1: observed ``"ballots"`` (PartialRanking / PlackettLuce), one row per ballot (dim
-        ``"ballot"``), on the ``pm.Data`` ``"orders"`` and ``"counts"``; K > 1: the Potential ``"ballots"`` and the observed
-        ``"ballot_lengths"`` (see the module docstring).
+        ``"ballot"``), on the ``pm.Data`` ``"orders"`` and ``"counts"``; K > 1: the Potential
+        ``"ballots"`` and the observed ``"ballot_lengths"`` (see the module docstring).
     family : str
         One of ``FAMILIES``.
     components : int
