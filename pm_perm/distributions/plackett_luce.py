@@ -160,9 +160,21 @@ class PlackettLuce(pm.Discrete):
         unchanged, so give them a prior that fixes the shift (``pm.ZeroSumNormal``) or fix
         one of them.
     weights : tensor_like of int, shape (...), optional
-        Non-negative integer counts: ``logp = weights * log p(order)`` (one row per distinct
-        order, ``weights=data.counts``). Draws ignore them, but refuse invalid ones (NaN,
-        infinite, negative or fractional) as the parameter check of ``logp`` does.
+        Non-negative integer counts (``weights=data.counts``). Two meanings:
+
+        * in a model, with ``observed`` distinct orders (n, M) and counts (n,): the variable has
+          one row per BALLOT, the orders expanded by their counts (N = sum of the counts rows;
+          rows of count 0 vanish), each of logp ``log p(order)``. So
+          ``pm.compute_log_likelihood``, ``az.loo`` and ``az.compare`` are per ballot and
+          ``pm.sample_posterior_predictive`` draws N ballots, while the summed logp
+          (``pm.find_MAP``, NUTS) costs per distinct order. ``pm.Data`` orders and counts can be
+          changed with ``pm.set_data`` without recompiling. Given ``dims``, the first must be a
+          ballot dim (a new name such as ``("ballot", "item")``), not the distinct orders';
+        * with ``PlackettLuce.dist(..., weights=w)`` and ``pm.logp(d, value)``: per row,
+          ``logp = w * log p(row)``.
+
+        Invalid counts (NaN, infinite, negative or fractional) are refused: at build when known,
+        else by the parameter check of ``logp`` and by the draws (which otherwise ignore them).
     length_probs : tensor_like of float, shape (..., M + 1), optional
         Probabilities of ranking ``k = 0..M`` items. Given, draws are top-k ballots (draw a
         complete ranking, keep the first ``k ~ length_probs``) and ``logp`` adds
@@ -173,8 +185,8 @@ class PlackettLuce(pm.Discrete):
     Cost O(M) per order (a tie block of ``s`` items, unless it is the last, O(s 2^s); at most
     ``TIE_BLOCK_MAX = 20``); the gradient by one reverse pass. Observed orders that are not valid
     rank form raise ``ValueError`` at model build; values that are invalid at run time get
-    ``-inf``. For a fast summed likelihood with counts use
-    :func:`pm_perm.ops.plackett_luce.plackett_luce_loglik_sum` in a ``pm.Potential``.
+    ``-inf``. With counts (``weights`` and ``observed``), the log-probabilities are computed on
+    the distinct orders and repeated per ballot (:mod:`pm_perm.distributions._ballots`).
 
     References
     ----------
