@@ -37,6 +37,7 @@ from pytensor.scalar.basic import Add, Second
 from pytensor.tensor.basic import Alloc
 from pytensor.tensor.elemwise import CAReduce, Elemwise
 from pytensor.tensor.rewriting.basic import register_canonicalize, register_specialize
+from pytensor.tensor.shape import SpecifyShape
 
 __all__ = ["COUNTS_MSG", "ExpandCounts", "RepeatRows", "check_counts", "expand_counts",
            "repeat_rows"]
@@ -191,9 +192,17 @@ def sum_of_repeat_rows(fgraph, node):
     if not isinstance(node.op.scalar_op, Add):
         return None
     (inp,) = node.inputs
-    if inp.owner is None or not isinstance(inp.owner.op, RepeatRows):
+    src = inp
+    # PyMC allocates a logp to its variable's shape (PyTensor may turn that into a
+    # SpecifyShape): the same shape here, the variable's rows being the ballots
+    while src.owner is not None and (
+            isinstance(src.owner.op, SpecifyShape)
+            or (isinstance(src.owner.op, Alloc)
+                and src.owner.inputs[0].type.ndim == src.type.ndim)):
+        src = src.owner.inputs[0]
+    if src.owner is None or not isinstance(src.owner.op, RepeatRows):
         return None
-    x, counts = inp.owner.inputs
+    x, counts = src.owner.inputs
     axis = tuple(range(inp.type.ndim)) if node.op.axis is None else tuple(node.op.axis)
     if 0 not in axis:
         return None
