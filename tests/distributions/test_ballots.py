@@ -19,6 +19,7 @@ import xarray as xr
 from pytensor.gradient import verify_grad
 
 from pm_perm import PartialRanking, PlackettLuce
+from pm_perm._modes import PYTHON_MODE
 from pm_perm.distributions._ballots import distinct_rows, observed_ballots
 from pm_perm.ops.ballots import ExpandCounts, RepeatRows
 
@@ -68,7 +69,8 @@ def _loglik(model, draws):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         dt = pm.compute_log_likelihood(draws.copy(), model=model, progressbar=False,
-                                       extend_inferencedata=True)
+                                       extend_inferencedata=True,
+                                       compile_kwargs={"mode": PYTHON_MODE})
     return dt
 
 
@@ -139,7 +141,8 @@ def test_summed_logp_is_counts_times_log_p_per_distinct_order(family):
 def test_posterior_predictive_draws_one_ballot_per_observed_ballot(family):
     model = _model(family)
     draws = _draws(family).isel(draw=slice(0, 5))
-    pp = pm.sample_posterior_predictive(draws, model=model, progressbar=False, random_seed=2)
+    pp = pm.sample_posterior_predictive(draws, model=model, progressbar=False, random_seed=2,
+                                        compile_kwargs={"mode": PYTHON_MODE})
     y = pp["posterior_predictive"]["y"]
     assert y.shape == (1, 5, N, M)
     assert pp["observed_data"]["y"].shape == (N, M)
