@@ -34,7 +34,7 @@ from pytensor.tensor.elemwise import Elemwise
 
 from pm_perm.ops.ballots import COUNTS_MSG, ExpandCounts, check_counts, expand_counts, repeat_rows
 
-__all__ = ["ballot_arguments", "distinct_rows", "observed_ballots", "per_ballot"]
+__all__ = ["ballot_arguments", "ballot_logp", "distinct_rows", "observed_ballots", "per_ballot"]
 
 
 def _known(x):
@@ -128,6 +128,17 @@ def per_ballot(ll_distinct, counts):
     ok = pt.all(pt.isfinite(c) & pt.ge(c, 0) & pt.eq(c, pt.round(c))) \
         if c.type.dtype in pt.type.float_dtypes else pt.all(pt.ge(c, 0))
     return repeat_rows(check_parameters(ll_distinct, ok, msg=COUNTS_MSG), c)
+
+
+def ballot_logp(value, logp_rows, shared):
+    """The logp of ``value`` by ``logp_rows(rows)``: when ``value`` is an expansion
+    (:func:`distinct_rows`) and the parameters are one for all rows (``shared``), computed on
+    the distinct orders and repeated per ballot (:func:`per_ballot`); else on ``value``."""
+    distinct = distinct_rows(value)
+    if distinct is None or not shared:
+        return logp_rows(value)
+    orders, counts = distinct
+    return per_ballot(logp_rows(orders), counts)
 
 
 def _dim_length(model, dim):

@@ -15,7 +15,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
-from pm_perm.distributions._ballots import ballot_arguments, distinct_rows, per_ballot
+from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
@@ -176,21 +176,16 @@ class PartialRanking(pm.Discrete):
         The likelihood is invariant to adding a constant to a row or a column of ``W``: give such
         shifts proper priors.
     weights : tensor_like of int, shape (...), optional
-        Count of each observed distinct order (default 1); non-negative integers. Two meanings:
-
-        * in a model, with ``observed`` distinct orders (n, M) and counts (n,): the variable has
-          one row per BALLOT, the orders expanded by their counts (N = sum of the counts rows;
-          rows of count 0 vanish), each of logp ``log p(order)`` (+ ``log length_probs[k]``).
-          So ``pm.compute_log_likelihood``, ``az.loo`` and ``az.compare`` are per ballot and
-          ``pm.sample_posterior_predictive`` draws N ballots, while the summed logp
-          (``pm.find_MAP``, NUTS) costs per distinct order. ``pm.Data`` orders and counts can be
-          changed with ``pm.set_data`` without recompiling. Given ``dims``, the first must be a
-          ballot dim (a new name such as ``("ballot", "item")``), not the distinct orders';
-        * with ``PartialRanking.dist(..., weights=w)`` and ``pm.logp(d, value)``: per row,
-          ``logp = w * log p(row)``.
-
-        Invalid counts (NaN, infinite, negative or fractional) are refused: at build when known,
-        else by the parameter check of ``logp`` and by the draws (which otherwise ignore them).
+        Count of each observed distinct order (default 1); non-negative integers. In a model
+        with ``observed`` distinct orders (n, M) and counts (n,), the variable has one row per
+        BALLOT (the orders expanded by their counts, rows of count 0 dropped; logp per ballot
+        ``log p(order)`` + ``log length_probs[k]``), exactly as :class:`PlackettLuce`'s
+        ``weights`` (per-ballot ``pm.compute_log_likelihood``, ``az.loo`` and posterior
+        predictive, a summed logp per distinct order, ``dims`` starting with a ballot dim).
+        With ``PartialRanking.dist(..., weights=w)`` and ``pm.logp(d, value)``: per row,
+        ``logp = w * log p(row)``. Invalid counts (NaN, infinite, negative or fractional) are
+        refused at build when known, else by the parameter check of ``logp`` and by the draws
+        (which otherwise ignore them).
     length_probs : tensor_like of float, shape (..., M + 1), optional
         Probability that a ranking ranks ``k = 0..M`` items (a simplex; may be a random variable,
         e.g. ``pm.Dirichlet``). When given, draws are top-k orders with ``k ~ length_probs`` (a
@@ -276,14 +271,10 @@ class PartialRanking(pm.Discrete):
         return pt.broadcast_to(mode, rv.shape)
 
     def logp(value, logits, weights, length_probs):
-        distinct = distinct_rows(value)
-        if distinct is not None and all(s == 1 for s in logits.type.shape[:-2]) \
-                and all(length_probs.type.broadcastable[:-1]):
-            # one row per ballot: log p of the distinct orders, repeated per ballot
-            orders, counts = distinct
-            lp = PartialRanking._logp_rows(orders, logits, weights, length_probs)
-            return per_ballot(lp, counts)
-        return PartialRanking._logp_rows(value, logits, weights, length_probs)
+        # one row per ballot (weights=counts in a model): computed on the distinct orders
+        shared = all(logits.type.broadcastable[:-2] + length_probs.type.broadcastable[:-1])
+        return ballot_logp(value, lambda rows: PartialRanking._logp_rows(
+            rows, logits, weights, length_probs), shared)
 
     @staticmethod
     def _logp_rows(value, logits, weights, length_probs):

@@ -16,7 +16,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
-from pm_perm.distributions._ballots import ballot_arguments, distinct_rows, per_ballot
+from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import select_last
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
@@ -254,14 +254,10 @@ class PlackettLuce(pm.Discrete):
         return pt.cast(y, "int64")
 
     def logp(value, utilities, weights, length_probs):
-        distinct = distinct_rows(value)
-        if distinct is not None and all(utilities.type.broadcastable[:-1]) \
-                and all(length_probs.type.broadcastable[:-1]):
-            # one row per ballot: log p of the distinct orders, repeated per ballot
-            orders, counts = distinct
-            lp = PlackettLuce._logp_rows(orders, utilities, weights, length_probs)
-            return per_ballot(lp, counts)
-        return PlackettLuce._logp_rows(value, utilities, weights, length_probs)
+        # one row per ballot (weights=counts in a model): computed on the distinct orders
+        shared = all(utilities.type.broadcastable[:-1] + length_probs.type.broadcastable[:-1])
+        return ballot_logp(value, lambda rows: PlackettLuce._logp_rows(
+            rows, utilities, weights, length_probs), shared)
 
     @staticmethod
     def _logp_rows(value, utilities, weights, length_probs):
