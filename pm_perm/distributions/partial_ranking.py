@@ -15,6 +15,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
+from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
@@ -154,8 +155,10 @@ class PartialRanking(pm.Discrete):
     * valid rows: the non-negative values are "min" ranks as above, and every item is either
       ranked or ``-1``. A row with exactly one ``-1`` is the same event as the complete order
       with that item last; both are valid;
-    * ``weights``: the non-negative integer count of each distinct order (``weights=data.counts``);
-      the logp of a row is ``count * log p(order)``.
+    * ``weights``: the non-negative integer count of each distinct order (``weights=data.counts``).
+      In a model with ``observed``, the variable then has one row per BALLOT (the orders
+      expanded by their counts); with ``PartialRanking.dist(weights=w)`` and ``pm.logp``, the
+      logp of a row is ``w * log p(order)`` (see ``weights`` below).
 
     Reading and writing such data (PrefLib files, plain arrays): the user guide page "Ranking
     data" (``docs/guide/preferences_data.md``).
@@ -173,9 +176,16 @@ class PartialRanking(pm.Discrete):
         The likelihood is invariant to adding a constant to a row or a column of ``W``: give such
         shifts proper priors.
     weights : tensor_like of int, shape (...), optional
-        Count of each observed distinct order (default 1); non-negative integers. Draws ignore
-        them (each draw is one ranking), but refuse invalid ones (NaN, infinite, negative or
-        fractional) as the parameter check of ``logp`` does.
+        Count of each observed distinct order (default 1); non-negative integers. In a model
+        with ``observed`` distinct orders (n, M) and counts (n,), the variable has one row per
+        BALLOT (the orders expanded by their counts, rows of count 0 dropped; logp per ballot
+        ``log p(order)`` + ``log length_probs[k]``), exactly as :class:`PlackettLuce`'s
+        ``weights`` (per-ballot ``pm.compute_log_likelihood``, ``az.loo`` and posterior
+        predictive, a summed logp per distinct order, ``dims`` starting with a ballot dim).
+        With ``PartialRanking.dist(..., weights=w)`` and ``pm.logp(d, value)``: per row,
+        ``logp = w * log p(row)``. Invalid counts (NaN, infinite, negative or fractional) are
+        refused at build when known, else by the parameter check of ``logp`` and by the draws
+        (which otherwise ignore them).
     length_probs : tensor_like of float, shape (..., M + 1), optional
         Probability that a ranking ranks ``k = 0..M`` items (a simplex; may be a random variable,
         e.g. ``pm.Dirichlet``). When given, draws are top-k orders with ``k ~ length_probs`` (a
@@ -187,8 +197,10 @@ class PartialRanking(pm.Discrete):
 
     Notes
     -----
-    ``logp(y) = weights * log p(order y)`` (+ ``weights * log length_probs[k]``); rows that are
-    not valid rank form have ``-inf``; rows of weight 0 contribute 0. With ``logits`` of shape
+    ``pm.logp(PartialRanking.dist(..., weights=w), y) = w * log p(order y)``
+    (+ ``w * log length_probs[k]``); a model-level variable with ``weights`` and ``observed`` has
+    one row per ballot instead (above). Rows that are not valid rank form have ``-inf``; rows of
+    weight 0 contribute 0. With ``logits`` of shape
     (M, M) all orders share one suffix subset table (:mod:`pm_perm.kernels.partial_orders`): the
     logp and its gradient cost O(M 2^M) for the table plus O(M) per distinct order (plus
     O(s 2^s) per tie block of size s inside an order). Exact up to ``M = EXACT_MAX_M`` (26) and the
@@ -215,6 +227,7 @@ class PartialRanking(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         check_observed_orders("PartialRanking", observed, _check_observed, "logits", 2, args,
                               kwargs)
+        args, kwargs, observed = ballot_arguments("PartialRanking", name, args, kwargs, observed)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -258,6 +271,13 @@ class PartialRanking(pm.Discrete):
         return pt.broadcast_to(mode, rv.shape)
 
     def logp(value, logits, weights, length_probs):
+        # one row per ballot (weights=counts in a model): computed on the distinct orders
+        shared = all(logits.type.broadcastable[:-2] + length_probs.type.broadcastable[:-1])
+        return ballot_logp(value, lambda rows: PartialRanking._logp_rows(
+            rows, logits, weights, length_probs), shared)
+
+    @staticmethod
+    def _logp_rows(value, logits, weights, length_probs):
         M = logits.shape[-1]
         value, is_int = integer_rows(value)
         batch_axes = tuple(range(logits.type.ndim - 2))

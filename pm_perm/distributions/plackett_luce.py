@@ -16,6 +16,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
+from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import select_last
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
@@ -159,9 +160,21 @@ class PlackettLuce(pm.Discrete):
         unchanged, so give them a prior that fixes the shift (``pm.ZeroSumNormal``) or fix
         one of them.
     weights : tensor_like of int, shape (...), optional
-        Non-negative integer counts: ``logp = weights * log p(order)`` (one row per distinct
-        order, ``weights=data.counts``). Draws ignore them, but refuse invalid ones (NaN,
-        infinite, negative or fractional) as the parameter check of ``logp`` does.
+        Non-negative integer counts (``weights=data.counts``). Two meanings:
+
+        * in a model, with ``observed`` distinct orders (n, M) and counts (n,): the variable has
+          one row per BALLOT, the orders expanded by their counts (N = sum of the counts rows;
+          rows of count 0 vanish), each of logp ``log p(order)``. So
+          ``pm.compute_log_likelihood``, ``az.loo`` and ``az.compare`` are per ballot and
+          ``pm.sample_posterior_predictive`` draws N ballots, while the summed logp
+          (``pm.find_MAP``, NUTS) costs per distinct order. ``pm.Data`` orders and counts can be
+          changed with ``pm.set_data`` without recompiling. Given ``dims``, the first must be a
+          ballot dim (a new name such as ``("ballot", "item")``), not the distinct orders';
+        * with ``PlackettLuce.dist(..., weights=w)`` and ``pm.logp(d, value)``: per row,
+          ``logp = w * log p(row)``.
+
+        Invalid counts (NaN, infinite, negative or fractional) are refused: at build when known,
+        else by the parameter check of ``logp`` and by the draws (which otherwise ignore them).
     length_probs : tensor_like of float, shape (..., M + 1), optional
         Probabilities of ranking ``k = 0..M`` items. Given, draws are top-k ballots (draw a
         complete ranking, keep the first ``k ~ length_probs``) and ``logp`` adds
@@ -172,8 +185,8 @@ class PlackettLuce(pm.Discrete):
     Cost O(M) per order (a tie block of ``s`` items, unless it is the last, O(s 2^s); at most
     ``TIE_BLOCK_MAX = 20``); the gradient by one reverse pass. Observed orders that are not valid
     rank form raise ``ValueError`` at model build; values that are invalid at run time get
-    ``-inf``. For a fast summed likelihood with counts use
-    :func:`pm_perm.ops.plackett_luce.plackett_luce_loglik_sum` in a ``pm.Potential``.
+    ``-inf``. With counts (``weights`` and ``observed``), the log-probabilities are computed on
+    the distinct orders and repeated per ballot (:mod:`pm_perm.distributions._ballots`).
 
     References
     ----------
@@ -206,6 +219,7 @@ class PlackettLuce(pm.Discrete):
     def __new__(cls, name, *args, observed=None, **kwargs):
         check_observed_orders("PlackettLuce", observed, _check_observed, "utilities", 1, args,
                               kwargs)
+        args, kwargs, observed = ballot_arguments("PlackettLuce", name, args, kwargs, observed)
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
@@ -240,6 +254,13 @@ class PlackettLuce(pm.Discrete):
         return pt.cast(y, "int64")
 
     def logp(value, utilities, weights, length_probs):
+        # one row per ballot (weights=counts in a model): computed on the distinct orders
+        shared = all(utilities.type.broadcastable[:-1] + length_probs.type.broadcastable[:-1])
+        return ballot_logp(value, lambda rows: PlackettLuce._logp_rows(
+            rows, utilities, weights, length_probs), shared)
+
+    @staticmethod
+    def _logp_rows(value, utilities, weights, length_probs):
         M = utilities.shape[-1]
         value, is_int = integer_rows(value)
         u = utilities

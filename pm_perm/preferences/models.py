@@ -36,9 +36,11 @@ order model, adds the same term to every model's log-likelihood (so it is left o
 pointwise log-likelihoods) and drives the ballot lengths of the posterior predictive.
 
 Likelihood. One component: the ballots are an observed :class:`~pm_perm.PartialRanking`
-(Plackett-Luce: :class:`~pm_perm.PlackettLuce`) ``"ballots"``, one row per distinct order
-(``pm.Data`` ``"orders"``) with ``weights`` the counts (``pm.Data`` ``"counts"``) and
-``length_probs``, so ``pm.sample_posterior_predictive`` draws partial ballots. Its log density
+(Plackett-Luce: :class:`~pm_perm.PlackettLuce`) ``"ballots"`` on the distinct orders
+(``pm.Data`` ``"orders"``) with ``weights`` their counts (``pm.Data`` ``"counts"``) and
+``length_probs``: one row per BALLOT (dim ``"ballot"``), so ``pm.compute_log_likelihood`` and
+``az.loo`` are per ballot and ``pm.sample_posterior_predictive`` draws one partial ballot per
+observed ballot, while the summed log-likelihood costs per distinct order. Its log density
 differs from a multinomial observation of the length counts only by the constant multinomial
 coefficient: the MAP is the same. K components: ``pm.Mixture`` would weight each component's
 log-probability by the count INSIDE the sum over components (wrong for counts), so the exact
@@ -92,9 +94,9 @@ class RankingModel:
         positions), ``tau`` and ``delta_raw`` (full model; centred: ``tau`` and ``W_raw``),
         ``mixture_weights`` (K > 1), ``length_probs``. Deterministics ``u`` (K, M) and ``W``
         (K, M, M; not for Plackett-Luce).
-        K = 1: observed ``"ballots"`` (PartialRanking / PlackettLuce) on the ``pm.Data``
-        ``"orders"`` and ``"counts"``; K > 1: the Potential ``"ballots"`` and the observed
-        ``"ballot_lengths"`` (see the module docstring).
+        K = 1: observed ``"ballots"`` (PartialRanking / PlackettLuce), one row per ballot (dim
+        ``"ballot"``), on the ``pm.Data`` ``"orders"`` and ``"counts"``; K > 1: the Potential
+        ``"ballots"`` and the observed ``"ballot_lengths"`` (see the module docstring).
     family : str
         One of ``FAMILIES``.
     components : int
@@ -216,9 +218,11 @@ def _likelihood(family, params, data, components):
 
     One component: an observed :class:`~pm_perm.PartialRanking` (``PlackettLuce`` for that
     family) ``"ballots"`` on the distinct orders (``pm.Data`` ``"orders"``) with
-    ``weights=counts`` (``pm.Data`` ``"counts"``) and ``length_probs``: its logp is
-    ``counts * (log p(order) + log length_probs[k])``, and ``pm.sample_posterior_predictive``
-    draws partial ballots (a complete ranking cut after ``k ~ length_probs`` items).
+    ``weights=counts`` (``pm.Data`` ``"counts"``) and ``length_probs``: one row per ballot
+    (dims ``("ballot", "item")``), each of logp ``log p(order) + log length_probs[k]`` (summed:
+    ``counts * (...)`` per distinct order), and ``pm.sample_posterior_predictive`` draws one
+    partial ballot per observed ballot (a complete ranking cut after ``k ~ length_probs``
+    items).
     A mixture: the exact marginal ``sum counts * logsumexp_k(...)`` as a ``pm.Potential`` (no
     PyMC mixture multiplies a count outside the sum over components), with the length counts
     observed by a ``pm.Multinomial`` ``"ballot_lengths"``; its posterior predictive is
@@ -233,12 +237,15 @@ def _likelihood(family, params, data, components):
 
         orders = pm.Data("orders", data.orders, dims=("order", "item"))
         counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
+        # one row per BALLOT (the orders expanded by their counts, pm_perm.distributions._ballots):
+        # pointwise log-likelihoods and posterior predictive draws are per ballot, while the
+        # summed log-likelihood costs per distinct order
         if family == "plackett-luce":
             PlackettLuce("ballots", utilities=params[0], weights=counts,
-                         length_probs=length_probs, observed=orders, dims=("order", "item"))
+                         length_probs=length_probs, observed=orders, dims=("ballot", "item"))
         else:
             PartialRanking("ballots", logits=params[0], weights=counts,
-                           length_probs=length_probs, observed=orders, dims=("order", "item"))
+                           length_probs=length_probs, observed=orders, dims=("ballot", "item"))
         return
     lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
     counts = pm.Data("counts", data.counts.astype(np.float64))

@@ -51,8 +51,7 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
     (:class:`~pm_perm.PartialRanking` / :class:`~pm_perm.PlackettLuce` with ``length_probs``),
     with the ``pm.Data`` ``"orders"`` and ``"counts"`` resized to ``n_ballots`` rows of count
     1 for the call and restored after it. (Calling ``pm.sample_posterior_predictive(idata,
-    rm.model)`` directly draws one ballot per DISTINCT observed order, ``data.n_distinct``
-    ballots per draw: a replicated data set smaller than the data.)
+    rm.model)`` directly draws one ballot per observed ballot, ``data.n_rankings`` per draw.)
     A mixture (K > 1, a ``pm.Potential``, which PyMC cannot draw from): the same draws by
     :func:`pm_perm.preferences.synthetic.draw_ballots` (component of each ballot from the draw's
     mixture weights, then an exact draw from that component, cut after ``k ~ length_probs``).
@@ -212,14 +211,20 @@ def membership_probabilities(post, family, orders):
 
 
 def loo_with_counts(loglik, counts, *, r_eff=1.0):
-    """PSIS-LOO per BALLOT from per-distinct-order log-likelihood draws and counts.
+    """PSIS-LOO per BALLOT from per-distinct-order log-likelihood draws and counts, as ArviZ's
+    own ELPD object (``az.loo``'s type: ``az.compare`` accepts it).
 
     Leaving out one ballot of a group of ``c`` identical ballots divides the posterior by that
     ballot's likelihood alone, so every one of the ``c`` ballots has the same LOO predictive
     density as a single ballot of that order: PSIS is run once per distinct order (arviz's
     Pareto smoothing, ``arviz_stats``' ``psislw``), and the elpd sums it ``c`` times. This equals
     ``az.loo`` on the data expanded to one row per ballot (tested), at the cost of the
-    distinct orders only.
+    distinct orders only (the pointwise arrays hold one float per ballot).
+
+    The models of :mod:`pm_perm.preferences.models` (and any model whose ranking variable has
+    ``weights=counts`` and ``observed``) already give ``pm.compute_log_likelihood`` one entry per
+    ballot, so plain ``az.loo`` is right for them; this function is the cheap route when the
+    draws are held per distinct order (:func:`pointwise_loglik`).
 
     Parameters
     ----------
@@ -231,25 +236,48 @@ def loo_with_counts(loglik, counts, *, r_eff=1.0):
 
     Returns
     -------
-    dict
-        ``elpd`` (sum over ballots), ``se`` (standard error over ballots), ``elpd_per_ballot``,
-        ``p_loo``, ``elpd_i`` (n,) per distinct order (per ballot of that order), ``pareto_k``
-        (n,), ``n_ballots``.
+    arviz_stats.utils.ELPDDataLOO
+        As ``az.loo(..., pointwise=True)`` on the expanded data: ``elpd`` (sum over ballots),
+        ``se`` (over ballots), ``p``, ``n_data_points`` (ballots), ``elpd_i`` and ``pareto_k``
+        (DataArrays over dim ``"ballot"``, one entry per ballot, in the order of the expanded
+        rows). Also (attributes, readable as ``result["name"]``): ``p_loo`` (= ``p``),
+        ``elpd_per_ballot``, ``n_ballots``, ``counts``, and per distinct order
+        ``elpd_distinct`` and ``pareto_k_distinct`` (n,).
+
+    Raises
+    ------
+    ValueError
+        ``loglik`` is not (draws, n), or the counts are not n non-negative integers with a
+        positive sum.
     """
+    import xarray as xr
     from arviz_stats.base import array_stats
+    from arviz_stats.loo.loo_helper import _warn_pareto_k
+    from arviz_stats.utils import ELPDDataLOO
     from scipy.special import logsumexp
 
+    from pm_perm.ops.ballots import check_counts
+
     ll = np.asarray(loglik, dtype=np.float64)
-    c = np.asarray(counts, dtype=np.float64)
-    if ll.ndim != 2 or c.shape != (ll.shape[1],):
-        raise ValueError(f"loglik must be (draws, n) and counts (n,); got {ll.shape} and "
-                         f"{c.shape}")
+    if ll.ndim != 2:
+        raise ValueError(f"loglik must be (draws, n); got shape {ll.shape}")
+    c = check_counts(counts, ll.shape[1])
+    N = int(c.sum())
+    if N == 0:
+        raise ValueError("loo_with_counts: the counts sum to 0 (no ballots)")
     lw, k = array_stats.psislw(ll, r_eff=r_eff, axis=0)  # lw: (n, S)
-    elpd_i = logsumexp(lw + ll.T, axis=1) - logsumexp(lw, axis=1)
-    lpd_i = logsumexp(ll, axis=0) - np.log(ll.shape[0])
-    N = c.sum()
-    elpd = float(c @ elpd_i)
-    var = float(c @ (elpd_i - elpd / N) ** 2) / (N - 1) if N > 1 else 0.0  # ddof 1, as az.loo
-    return {"elpd": elpd, "se": float(np.sqrt(N * var)), "elpd_per_ballot": elpd / N,
-            "p_loo": float(c @ (lpd_i - elpd_i)), "elpd_i": elpd_i,
-            "pareto_k": np.asarray(k), "n_ballots": int(N)}
+    elpd_d = logsumexp(lw + ll.T, axis=1) - logsumexp(lw, axis=1)
+    lpd_d = logsumexp(ll, axis=0) - np.log(ll.shape[0])
+    elpd = float(c @ elpd_d)
+    var = float(c @ (elpd_d - elpd / N) ** 2) / (N - 1) if N > 1 else 0.0  # ddof 1, as az.loo
+    k = np.asarray(k, dtype=np.float64)
+    pareto_k = np.repeat(k, c)
+    warn, good_k = _warn_pareto_k(pareto_k, ll.shape[0])
+    out = ELPDDataLOO(
+        elpd=elpd, se=float(np.sqrt(N * var)), p=float(c @ (lpd_d - elpd_d)),
+        n_samples=ll.shape[0], n_data_points=N, scale="log", warning=warn, good_k=good_k,
+        elpd_i=xr.DataArray(np.repeat(elpd_d, c), dims="ballot"),
+        pareto_k=xr.DataArray(pareto_k, dims="ballot"))
+    out.p_loo, out.elpd_per_ballot, out.n_ballots, out.counts = out.p, elpd / N, N, c
+    out.elpd_distinct, out.pareto_k_distinct = elpd_d, k
+    return out

@@ -120,7 +120,8 @@ def test_loo_with_counts_equals_loo_on_expanded_data():
     ll = rng.normal(-2.0, 0.5, size=(S, n)) + rng.normal(size=n)
     ll[:, 2] += rng.standard_t(2, size=S)  # one heavy-tailed point (larger Pareto k)
     counts = np.array([1, 3, 2, 5, 1, 4])
-    ours = rpost.loo_with_counts(ll, counts)
+    with pytest.warns(UserWarning, match="Pareto"):  # as az.loo warns on the expanded data
+        ours = rpost.loo_with_counts(ll, counts)
     expanded = np.repeat(ll, counts, axis=1)
     dt = xr.DataTree.from_dict({
         "posterior": xr.Dataset({"x": (("chain", "draw"), np.zeros((1, S)))}),
@@ -132,8 +133,14 @@ def test_loo_with_counts_equals_loo_on_expanded_data():
     assert ours["elpd"] == pytest.approx(float(ref.elpd), rel=1e-10)
     assert ours["se"] == pytest.approx(float(ref.se), rel=1e-10)
     assert ours["p_loo"] == pytest.approx(float(ref.p), rel=1e-10)
-    np.testing.assert_allclose(np.repeat(ours["pareto_k"], counts),
+    # ArviZ's own ELPD type, per ballot (pareto_k and elpd_i one entry per expanded row)
+    assert type(ours) is type(ref) and ours.n_data_points == ref.n_data_points
+    np.testing.assert_allclose(np.asarray(ours["pareto_k"]), np.asarray(ref.pareto_k).ravel(),
+                               rtol=1e-10)
+    np.testing.assert_allclose(np.repeat(ours["pareto_k_distinct"], counts),
                                np.asarray(ref.pareto_k).ravel(), rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(ours.elpd_i), np.asarray(ref.elpd_i).ravel(),
+                               rtol=1e-10)
     assert ours["n_ballots"] == counts.sum()
 
 

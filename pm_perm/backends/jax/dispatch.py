@@ -13,6 +13,7 @@ from pytensor.graph.basic import Constant
 from pytensor.link.jax.dispatch import jax_funcify
 
 from pm_perm.backends.jax import (
+    ballots,
     bethe,
     cardinality,
     matching,
@@ -31,6 +32,7 @@ from pm_perm.distributions.permutation import (
     PermutationExpFamilyRV,
 )
 from pm_perm.distributions.plackett_luce import PlackettLuceRV
+from pm_perm.ops import ballots as ballots_ops
 from pm_perm.ops import bethe as bethe_ops
 from pm_perm.ops import cardinality as card_ops
 from pm_perm.ops import matching as matching_ops
@@ -163,6 +165,13 @@ def _jax_plackett_luce_sum(op, node=None, **kwargs):
 @jax_funcify.register(pl_ops.PlackettLuceLoglikAndVJP)
 def _jax_plackett_luce_loglik_and_vjp(op, node=None, **kwargs):
     return _pl_fns(node)[2]
+
+
+@jax_funcify.register(ballots_ops.ExpandCounts)
+@jax_funcify.register(ballots_ops.RepeatRows)
+def _jax_repeat_rows(op, node=None, **kwargs):
+    counts = None if node is None else node.inputs[1]
+    return ballots.repeat_fn(counts.data if isinstance(counts, Constant) else None)
 
 
 # ----------------------------------------------------------------------------- draws
