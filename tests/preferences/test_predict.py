@@ -53,13 +53,14 @@ def _check(out, family, params, weights, prefix_row):
 
 
 def _pl_user_model(M, n=4):
-    """A user-written Plackett-Luce model: plain Normal utilities, a Dirichlet length model."""
-    with pm.Model(coords={"item": [f"i{j}" for j in range(M)], "ballot": np.arange(n)}) as m:
-        u = pm.Normal("u", 0.0, 2.0, dims="item")
+    """A user-written Plackett-Luce model: plain Normal utilities, a Dirichlet length model,
+    distinct orders with counts (no item names: items are their indices)."""
+    with pm.Model() as m:
+        u = pm.Normal("u", 0.0, 2.0, shape=M)
         lp = pm.Dirichlet("lp", np.ones(M + 1))
         obs = np.array([RNG.permutation(M) for _ in range(n)])
         pm_perm.PlackettLuce("ballots", utilities=u, weights=np.arange(1, n + 1),
-                             length_probs=lp, observed=obs, dims=("ballot", "item"))
+                             length_probs=lp, observed=obs)
     return m
 
 
@@ -70,11 +71,11 @@ def test_plackett_luce_user_model_matches_enumeration():
     lp = RNG.dirichlet(np.ones(M + 1), size=(2, 3))  # varies by draw: must not enter
     idata = _posterior(u=u, lp=lp)
     params, weights = _flat(u)[:, None], np.ones((6, 1))
-    out = predict_next(model, idata, ["i3", 0])
+    out = predict_next(model, idata, [3, np.int64(0)])
     row = np.full(M, -1)
     row[[3, 0]] = [0, 1]
     _check(out, "plackett-luce", params, weights, row)
-    assert set(out["names"]) == {f"i{j}" for j in (1, 2, 4, 5, 6)}
+    assert set(out["names"]) == {"1", "2", "4", "5", "6"}
     # the prefix is evidence: not the average of the draws' conditionals
     cond = np.mean([_oracle("plackett-luce", p[None], w[None], row, out["items"][:, None])
                     for p, w in zip(params, weights, strict=True)], axis=0)
@@ -165,13 +166,13 @@ def small():
 
 
 @pytest.mark.parametrize("prefix, kwargs, message", [
-    ([1, 2, 1], {}, "item 'i1' appears twice in the prefix"),
+    ([1, 2, 1], {}, "item '1' appears twice in the prefix"),
     ([0, 7], {}, "unknown item 7 in the prefix"),
-    (["i0", "x"], {}, "unknown item 'x' in the prefix"),
+    (["0", "x"], {}, "unknown item 'x' in the prefix"),
     ([-1, 0], {}, "pass rank_form=True"),
     ([0, 1, 2, 3, 0], {}, "the prefix ranks 5 items but the model has M = 4"),
     ([0, 1, 2, 3], {}, "no item is left to predict"),
-    ("i0", {}, "prefix must be a sequence of items"),
+    ("0", {}, "prefix must be a sequence of items"),
     ([0, 1, -1, -1, -1], {"rank_form": True}, "one row of M = 4 entries"),
     ([0, 2, -1, -1], {"rank_form": True}, "is not a valid rank-form order"),
     ([0], {"var_name": "lp"}, "'lp' is not an observed variable"),
@@ -205,3 +206,12 @@ def test_bad_n_next_posterior_and_model_raise(small):
                                   components=2)
     with pytest.raises(ValueError, match="is a pm.Potential"):
         predict_next(rm.model, {}, [0])
+
+
+def test_find_map_point_of_a_user_model():
+    model = _pl_user_model(5)
+    mp = pm.find_MAP(model=model, progressbar=False, return_inferencedata=True, jitter=False)
+    out = predict_next(model, mp, [1])
+    row = np.array([-1, 0, -1, -1, -1])
+    u = mp["posterior"]["u"].values.reshape(1, 1, 5)
+    _check(out, "plackett-luce", u, np.ones((1, 1)), row)
