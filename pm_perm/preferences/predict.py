@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 
 import numpy as np
 from scipy.special import logsumexp
@@ -45,6 +46,10 @@ __all__ = ["predict_next", "predict_top"]
 #: Distributions (by class name) whose ``logp`` takes rank-form partial orders and whose ``dist``
 #: takes the order parameters first, then optional ``weights`` and ``length_probs``.
 RANK_FORM_DISTRIBUTIONS = ("PlackettLuce", "PartialRanking")
+
+#: pm.Model -> {var_name: (compiled law, its free variables, item names)}: a model's law is
+#: compiled once, then evaluated at any posterior and prefix
+_COMPILED = weakref.WeakKeyDictionary()
 
 #: Entries of one (draws x candidates) block of log-likelihoods evaluated at once (memory bound).
 _BLOCK = 1 << 21
@@ -324,8 +329,24 @@ def _distribution_class(rv_type):
 
 
 def _graph_loglik(model, posterior, var_name):
-    """``(loglik, names)`` of the observed variable's law, compiled once (Python linker: it runs
-    a few times; the Ops call the compiled kernels) and vectorised over the draws."""
+    """``(loglik, names)`` of the observed variable's law at the posterior's draws."""
+    cache = _COMPILED.setdefault(model, {})
+    if var_name not in cache:
+        cache[var_name] = _compile_law(model, var_name)
+    fn, free, names = cache[var_name]
+    draws = _posterior_draws(posterior, free, var_name)
+    values = [draws[v.name] for v in free]
+
+    def loglik(orders):
+        return np.asarray(fn(*values, np.ascontiguousarray(orders, dtype=np.int64)))
+
+    return loglik, names
+
+
+def _compile_law(model, var_name):
+    """``(fn, free, names)``: ``fn(*draws of free, orders)`` (S, n) of the observed variable's
+    law, vectorised over the draws of the free variables ``free`` it depends on (Python linker:
+    it runs a few times per call, and its Ops call the compiled kernels), and the item names."""
     import pymc as pm
     import pytensor
     import pytensor.tensor as pt
@@ -335,34 +356,27 @@ def _graph_loglik(model, posterior, var_name):
     from pm_perm._modes import PYTHON_MODE
 
     rv = _observed(model, var_name)
-    law = _order_law(rv, var_name)
     orders = pt.lmatrix("orders")
-    ll = pm.logp(law, orders, warn_rvs=False)
+    ll = pm.logp(_order_law(rv, var_name), orders, warn_rvs=False)
     observed = {v: model.rvs_to_values[v] for v in model.observed_RVs}
     ll = graph_replace(ll, observed, strict=False)  # a parameter may use observed data
     graph = set(ancestors([ll]))
     free = [v for v in model.free_RVs if v in graph]
-    draws = _posterior_draws(posterior, free, var_name)
     batched = {v: v.type.clone(shape=(None, *v.type.shape))(v.name) for v in free}
     ll = vectorize_graph(ll, batched)
     if not free:  # no free parameter: one "draw"
         ll = ll[None]
     fn = pytensor.function([*batched.values(), orders], ll, mode=PYTHON_MODE,
                            on_unused_input="ignore")
-    values = [draws[v.name] for v in free]
-
-    def loglik(o):
-        return np.asarray(fn(*values, np.ascontiguousarray(o, dtype=np.int64)))
-
-    dims = model.named_vars_to_dims.get(var_name) or ()
     M = rv.type.shape[-1]
     if M is None:  # the observed data's width (data, no random variable)
         M = pytensor.function([], model.rvs_to_values[rv].shape[-1], mode=PYTHON_MODE)()
     M = int(M)
+    dims = model.named_vars_to_dims.get(var_name) or ()
     coords = model.coords.get(dims[-1]) if len(dims) == rv.type.ndim else None
     names = tuple(str(n) for n in coords) if coords is not None and len(coords) == M else \
         tuple(str(i) for i in range(M))
-    return loglik, names
+    return fn, free, names
 
 
 def _posterior_draws(posterior, free, var_name):
