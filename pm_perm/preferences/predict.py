@@ -21,8 +21,9 @@ Models. ``model`` is a ``pm.Model`` (user-written or built by :mod:`pm_perm.pref
 whose observed ranking variable (``var_name``) is a :class:`~pm_perm.PlackettLuce`, a
 :class:`~pm_perm.PartialRanking` or a :class:`~pm_perm.PermutationExpFamily` (complete rankings;
 its partial orders have the probabilities :class:`~pm_perm.PartialRanking` gives for the same
-logits): the variable's own distribution, with its parameters at each posterior draw, is
-evaluated on the candidate orders (one graph, vectorised over the draws). A
+logits), or a mixture of them (``pm.Mixture``, or a subclass such as pm_perm's own): the
+variable's own distribution, with its parameters at each posterior draw, is evaluated on the
+candidate orders (one graph, compiled once per model and vectorised over the draws). A
 :class:`~pm_perm.preferences.models.RankingModel` with ``K > 1`` components (its ballots a
 ``pm.Potential``) goes through :func:`~pm_perm.preferences.models.posterior_params` and
 :func:`~pm_perm.preferences.posterior.pointwise_loglik` instead.
@@ -45,7 +46,7 @@ __all__ = ["predict_next", "predict_top"]
 
 #: Distributions (by class name) whose ``logp`` takes rank-form partial orders and whose ``dist``
 #: takes the order parameters first, then optional ``weights`` and ``length_probs``.
-RANK_FORM_DISTRIBUTIONS = ("PlackettLuce", "PartialRanking")
+_RANK_FORM_DISTRIBUTIONS = ("PlackettLuce", "PartialRanking")
 
 #: pm.Model -> {var_name: (compiled law, its free variables, item names)}: a model's law is
 #: compiled once, then evaluated at any posterior and prefix
@@ -282,37 +283,51 @@ def _observed(model, var_name):
     return rv
 
 
-def _order_law(rv, var_name):
+def _order_law(rv, var_name, size=None):
     """A distribution with ``rv``'s law over orders at the same parameters (symbolic, in terms
-    of the model's variables), without weights and length term."""
+    of the model's variables), without weights and length term, of batch shape ``size``."""
     import inspect
+
+    from pymc.distributions.mixture import MixtureRV
 
     from pm_perm.distributions import PartialRanking
     from pm_perm.distributions.permutation import PermutationExpFamilyRV
 
     node = rv.owner
     op = node.op
+    if isinstance(op, MixtureRV):  # pm.Mixture or a subclass (pm_perm's RankingMixture)
+        _, w, *components = node.inputs
+        _check_shared(w, op.ndims_params[0], "mixture weights", var_name)
+        return _distribution_class(type(op)).dist(
+            w, [_order_law(c, var_name) for c in components], size=size)
     params = op.dist_params(node)
     if isinstance(op, PermutationExpFamilyRV):  # complete rankings: the same law's partial orders
         cls, params = PartialRanking, params[:1]
     else:
         cls = _distribution_class(type(op))
-        if cls is None or cls.__name__ not in RANK_FORM_DISTRIBUTIONS:
+        if cls is None or cls.__name__ not in _RANK_FORM_DISTRIBUTIONS:
             name = getattr(op, "dist_name", None) or type(op).__name__
-            raise TypeError(f"{var_name!r} is a {name}: predictions need an observed "
-                            f"{', '.join(RANK_FORM_DISTRIBUTIONS)} or PermutationExpFamily "
-                            "(a distribution over rank-form orders)")
+            raise TypeError(f"{var_name!r} is (or mixes) a {name}: predictions need an observed "
+                            f"{', '.join(_RANK_FORM_DISTRIBUTIONS)} or PermutationExpFamily, or "
+                            "a mixture of them (distributions over rank-form orders)")
     keys = [p.name for p in inspect.signature(cls.dist).parameters.values()
             if p.kind is p.POSITIONAL_OR_KEYWORD]
     kwargs = dict(zip(keys, params, strict=False))
     for key, param, core in zip(keys, params, op.ndims_params, strict=False):
         if key in ("weights", "length_probs"):
             kwargs[key] = None  # the counts and the ballot length are not the order's event
-        elif not all(param.type.broadcastable[:param.type.ndim - core]):
-            raise ValueError(f"the {key} of {var_name!r} differ between its rows (batch shape "
-                             f"{param.type.shape[:param.type.ndim - core]}): a new assessor has "
-                             "no row of their own; give the rows one shared parameter")
-    return cls.dist(**kwargs)
+        else:
+            _check_shared(param, core, key, var_name)
+    return cls.dist(**kwargs, size=size)
+
+
+def _check_shared(param, core, key, var_name):
+    """Raise unless ``param`` (core ndim ``core``) is one value shared by every row."""
+    batch = param.type.ndim - core
+    if not all(param.type.broadcastable[:batch]):
+        raise ValueError(f"the {key} of {var_name!r} differ between its rows (batch shape "
+                         f"{param.type.shape[:batch]}): a new assessor has no row of their "
+                         "own; give the rows one shared parameter")
 
 
 def _distribution_class(rv_type):
@@ -357,7 +372,7 @@ def _compile_law(model, var_name):
 
     rv = _observed(model, var_name)
     orders = pt.lmatrix("orders")
-    ll = pm.logp(_order_law(rv, var_name), orders, warn_rvs=False)
+    ll = pm.logp(_order_law(rv, var_name, size=orders.shape[:1]), orders, warn_rvs=False)
     observed = {v: model.rvs_to_values[v] for v in model.observed_RVs}
     ll = graph_replace(ll, observed, strict=False)  # a parameter may use observed data
     graph = set(ancestors([ll]))

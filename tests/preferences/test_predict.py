@@ -158,6 +158,42 @@ def test_two_component_mixture_matches_enumeration(family, builder):
     _check(top, family, _flat(params), _flat(w), row)
 
 
+def _mixture_user_model(mixture, M, **kwargs):
+    """A user-written 2-component Plackett-Luce mixture (``mixture`` = ``pm.Mixture`` or
+    ``RankingMixture``); the components carry a length model, which must not enter."""
+    obs = np.array([RNG.permutation(M) for _ in range(3)])
+    with pm.Model() as model:
+        u = pm.Normal("u", 0.0, 1.0, shape=(2, M))
+        w = pm.Dirichlet("w", np.ones(2))
+        lp = pm.Dirichlet("lp", np.ones(M + 1))
+        comps = [pm_perm.PlackettLuce.dist(u[k], length_probs=lp) for k in range(2)]
+        mixture("ballots", w=w, comp_dists=comps, observed=obs, **kwargs)
+    S = 5
+    u = RNG.normal(0.0, 1.5, size=(1, S, 2, M))
+    w = RNG.dirichlet([1.0, 1.0], size=(1, S))
+    idata = _posterior(u=u, w=w, lp=RNG.dirichlet(np.ones(M + 1), size=(1, S)))
+    return model, idata, _flat(u), _flat(w)
+
+
+def test_user_written_pm_mixture_matches_enumeration():
+    M = 5
+    model, idata, u, w = _mixture_user_model(pm.Mixture, M)
+    row = np.array([-1, -1, 0, -1, -1])
+    _check(predict_next(model, idata, [2]), "plackett-luce", u, w, row)
+    _check(predict_top(model, idata, [2], 2), "plackett-luce", u, w, row)
+
+
+def test_ranking_mixture_with_counts_matches_enumeration():
+    mixture = pytest.importorskip("pm_perm.distributions.mixture",
+                                  reason="RankingMixture (issue 53, part D) not in this tree")
+    M = 6
+    model, idata, u, w = _mixture_user_model(mixture.RankingMixture, M,
+                                             weights=np.array([3, 1, 2]))
+    row = np.array([-1, 1, -1, -1, 0, -1])
+    _check(predict_next(model, idata, [4, 1]), "plackett-luce", u, w, row)
+    _check(predict_top(model, idata, [4, 1], 3), "plackett-luce", u, w, row)
+
+
 @pytest.fixture(scope="module")
 def small():
     model = _pl_user_model(4)
@@ -195,7 +231,7 @@ def test_bad_n_next_posterior_and_model_raise(small):
     with pm.Model() as other:
         p = pm.Dirichlet("p", np.ones(3))
         pm.Categorical("ballots", p=p, observed=[0, 1])
-    with pytest.raises(TypeError, match="'ballots' is a .*rank-form orders"):
+    with pytest.raises(TypeError, match="'ballots' is .or mixes. a CategoricalRV.*rank-form"):
         predict_next(other, {"p": np.full(3, 1 / 3)}, [0])
     with pm.Model() as per_row:  # one utilities row per ballot: no parameter for a new one
         u = pm.Normal("u", 0.0, 1.0, shape=(2, 3))
