@@ -200,7 +200,8 @@ def _log_mean_likelihood(loglik, orders):
     S = first.shape[0]
     step = max(1, _BLOCK // S)
     ll = [first] + [loglik(orders[i:i + step]) for i in range(1, orders.shape[0], step)]
-    return logsumexp(np.hstack(ll), axis=0) - np.log(S)
+    with np.errstate(divide="ignore"):  # an order of probability 0 under every draw: -inf
+        return logsumexp(np.hstack(ll), axis=0) - np.log(S)
 
 
 # --- the prefix -------------------------------------------------------------------------------

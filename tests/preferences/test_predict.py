@@ -251,3 +251,17 @@ def test_find_map_point_of_a_user_model():
     row = np.array([-1, 0, -1, -1, -1])
     u = mp["posterior"]["u"].values.reshape(1, 1, 5)
     _check(out, "plackett-luce", u, np.ones((1, 1)), row)
+
+
+def test_impossible_prefix_raises_and_impossible_items_get_zero():
+    with pm.Model() as model:
+        W = pm.Normal("W", 0.0, 1.0, shape=(3, 3))
+        pm_perm.PartialRanking("ballots", logits=W, observed=[[0, 1, 2]])
+    W_draws = np.zeros((1, 2, 3, 3))
+    W_draws[..., 0, 0] = -np.inf  # item 0 is never first
+    idata = _posterior(W=W_draws)
+    with pytest.raises(ValueError, match="probability 0 under every posterior draw"):
+        predict_next(model, idata, [0])
+    out = predict_next(model, idata, [])
+    assert out["probs"][out["items"] == 0] == 0.0
+    assert out["probs"].sum() == pytest.approx(1.0)
