@@ -28,6 +28,7 @@ from scipy.optimize import minimize
 
 from pm_perm._modes import PYTHON_MODE
 from pm_perm.inference.checks import MapFitError, check_lbfgs_memory, check_optimum
+from pm_perm.ops.latent import MAP_MESSAGE, LatentPermutationError
 
 __all__ = ["CompiledMAP", "map_path"]
 
@@ -52,7 +53,9 @@ class CompiledMAP:
     Parameters
     ----------
     model : pymc.Model
-        With continuous free variables only.
+        With continuous free variables only: a latent discrete variable (e.g. a permutation)
+        raises :class:`~pm_perm.ops.latent.LatentPermutationError` (a ``ValueError``) naming
+        the supported route, ``pm.sample`` with pm_perm's swap step.
     mode : pytensor Mode or str, optional
         How the value-and-gradient function is compiled: PyTensor's Python linker by default;
         ``None`` for PyTensor's default backend (numba).
@@ -94,7 +97,7 @@ class CompiledMAP:
         vars_ = list(model.value_vars)
         discrete = [v.name for v in vars_ if v.dtype.startswith(("int", "uint"))]
         if discrete:
-            raise ValueError(f"CompiledMAP needs continuous free variables only; got {discrete}")
+            raise LatentPermutationError(MAP_MESSAGE.format(names=", ".join(map(repr, discrete))))
         if on_failure not in _ON_FAILURE:
             raise ValueError(f"on_failure must be one of {_ON_FAILURE}; got {on_failure!r}")
         self.model, self.vars = model, vars_
