@@ -245,8 +245,8 @@ def _likelihood(family, params, data, components):
     # float64: pm.Data stores integers as int32 (PyMC's intX), which wraps counts above 2^31
     n_ballots = pm.Data("n_ballots", np.float64(data.n_rankings))
     length_counts = pm.Data("length_counts", lengths.astype(np.float64), dims="length")
-    pm.Multinomial("ballot_lengths", n=n_ballots, p=length_probs, observed=length_counts,
-                   dims="length")
+    pm.Multinomial("ballot_lengths", n=pt.cast(n_ballots, "int64"), p=length_probs,
+                   observed=length_counts, dims="length")
     w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
     ll = component_logliks(family, params, data.orders)
     pm.Potential("ballots", pt.sum(counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0)))
