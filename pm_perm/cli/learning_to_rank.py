@@ -124,7 +124,8 @@ def plot_files(with_shapes=False):
     return ["trace.png", "forest.png", "top5.png", *(["shapes.png"] if with_shapes else [])]
 
 
-def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_X=None):
+def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_X=None,
+               overwrite=True):
     """Trace and forest plots of theta and top-5 probabilities for a few test queries.
 
     With a ``basis`` (:class:`~pm_perm.learning_to_rank.features.HingeBasis`, fitted on the raw
@@ -132,7 +133,8 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_
     features ``train_X``), also ``shapes.png``: the posterior shape functions of the six most
     varying features (:func:`pm_perm.learning_to_rank.plots.plot_shape_functions`).
 
-    Returns the list of files written (each atomically, :func:`pm_perm._io.save_figure`).
+    Returns the list of files written (each atomically, :func:`pm_perm._io.save_figure`;
+    ``overwrite=False`` refuses a file that exists when it is written, in the same step).
     Top-5 probabilities come from one exact draw of the
     whole query's ranking per posterior draw of theta (at most ``max_draws`` draws), from the
     fitted model's own predictive: the matching model for a
@@ -157,8 +159,9 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_
     shown = {"feature": list(range(min(8, test.n_features)))}
     files = [out / name for name in plot_files(basis is not None)]
     save_figure(az.plot_trace_dist(rm.idata_, var_names=["theta"], coords=shown,
-                                   backend="matplotlib"), files[0])
-    save_figure(az.plot_forest(rm.idata_, var_names=["theta"], backend="matplotlib"), files[1])
+                                   backend="matplotlib"), files[0], overwrite=overwrite)
+    save_figure(az.plot_forest(rm.idata_, var_names=["theta"], backend="matplotlib"), files[1],
+                overwrite=overwrite)
     plt.close("all")
     predictive = ranking_predictive if isinstance(rm, RankMatch) else plackett_luce_predictive
     rng = np.random.default_rng(seed)
@@ -178,14 +181,14 @@ def save_plots(rm, test, directory, *, seed=0, max_draws=400, basis=None, train_
         ax.set(title=f"query {test.qids[q]}", ylabel="P(in top 5)", ylim=(0, 1),
                xlabel="document (dark = label 0, yellow = top label)")
     fig.tight_layout()
-    save_figure(fig, files[2])
+    save_figure(fig, files[2], overwrite=overwrite)
     plt.close(fig)
     if basis is not None:
         from pm_perm.learning_to_rank.plots import plot_shape_functions
 
         fig, _ = plot_shape_functions(basis, rm.theta_draws_, train_X, seed=seed,
                                       title="posterior shape functions (hinge basis)")
-        save_figure(fig, files[3])
+        save_figure(fig, files[3], overwrite=overwrite)
         plt.close(fig)
     return [str(f) for f in files]
 
@@ -459,7 +462,7 @@ def _write_outputs(args, result, scores, ranker, test, basis, raw_train_X):
         _status("saving plots")
         try:
             result["plots"] = save_plots(ranker, test, args.plots, seed=args.seed, basis=basis,
-                                         train_X=raw_train_X)
+                                         train_X=raw_train_X, overwrite=args.overwrite)
             print("plots: " + ", ".join(result["plots"]))
         except Exception as err:  # noqa: BLE001 - reported, the other outputs still written
             failed.append(f"--plots {args.plots}: {type(err).__name__}: {err}")

@@ -300,7 +300,7 @@ def _write_outputs(args, result, figures):
 
         _status("saving plots")
         try:
-            result["plots"] = save_all(args.plots, **figures)
+            result["plots"] = save_all(args.plots, overwrite=args.overwrite, **figures)
         except Exception as err:  # noqa: BLE001 - reported, the JSON is still written
             failed.append(f"--plots {args.plots}: {type(err).__name__}: {err}")
     try:

@@ -1,5 +1,6 @@
 """PyMC distributions (value conventions in each class docstring)."""
 
+from pm_perm.distributions import _latent as _latent  # noqa: F401  (guards latent permutations)
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulli
 from pm_perm.distributions.n_choose_k import NChooseK
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK

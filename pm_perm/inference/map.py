@@ -28,6 +28,7 @@ from scipy.optimize import minimize
 
 from pm_perm._modes import PYTHON_MODE
 from pm_perm.inference.checks import MapFitError, check_lbfgs_memory, check_optimum
+from pm_perm.ops.latent import MAP_MESSAGE, LatentPermutationError
 
 __all__ = ["CompiledMAP", "map_path"]
 
@@ -52,7 +53,9 @@ class CompiledMAP:
     Parameters
     ----------
     model : pymc.Model
-        With continuous free variables only.
+        With continuous free variables only: a latent discrete variable (e.g. a permutation)
+        raises :class:`~pm_perm.ops.latent.LatentPermutationError` (a ``ValueError``) naming
+        the supported route, ``pm.sample`` with pm_perm's swap step.
     mode : pytensor Mode or str, optional
         How the value-and-gradient function is compiled: PyTensor's Python linker by default;
         ``None`` for PyTensor's default backend (numba).
@@ -70,6 +73,13 @@ class CompiledMAP:
         fit is reported as a result), or, by explicit opt-in (``"warn"``), issues that error's
         text as a ``RuntimeWarning`` and returns the point with ``_info["converged"]`` False
         (for a caller that chose a small ``maxiter`` on purpose, e.g. a quick path).
+    scale : float or scalar TensorVariable, optional
+        The optimiser minimises ``-log p / scale``: e.g. the number of ballots (a ``pm.Data``
+        expression of the model, read at each fit), so that the objective and its gradient are
+        per observation and L-BFGS-B's tolerances and line search work whatever the counts
+        (a multiplicity of 10^18 makes the unscaled gradient overflow the kernels' weights).
+        The optimum is the same; ``log_posterior`` in ``_info`` is unscaled. Must be positive
+        and finite.
 
     Attributes
     ----------
@@ -90,20 +100,24 @@ class CompiledMAP:
     """
 
     def __init__(self, model, *, mode=PYTHON_MODE, maxiter=20_000, maxcor=10, ftol=None,
-                 gtol=None, on_failure="raise"):
+                 gtol=None, on_failure="raise", scale=None):
         vars_ = list(model.value_vars)
         discrete = [v.name for v in vars_ if v.dtype.startswith(("int", "uint"))]
         if discrete:
-            raise ValueError(f"CompiledMAP needs continuous free variables only; got {discrete}")
+            raise LatentPermutationError(MAP_MESSAGE.format(names=", ".join(map(repr, discrete))))
         if on_failure not in _ON_FAILURE:
             raise ValueError(f"on_failure must be one of {_ON_FAILURE}; got {on_failure!r}")
         self.model, self.vars = model, vars_
         self.maxiter, self.on_failure = int(maxiter), on_failure
         self.options = {"maxcor": check_lbfgs_memory(maxcor)}
         self.options.update({k: v for k, v in (("ftol", ftol), ("gtol", gtol)) if v is not None})
-        loss = -model.logp(jacobian=False)
-        self._f = model.compile_fn([loss, _grad_raveled(loss, vars_)], inputs=vars_,
+        import pytensor.tensor as pt
+
+        scale = pt.as_tensor_variable(1.0 if scale is None else scale, dtype="float64")
+        loss = -model.logp(jacobian=False) / scale
+        self._f = model.compile_fn([loss, _grad_raveled(loss, vars_), scale], inputs=vars_,
                                    point_fn=False, on_unused_input="ignore", mode=mode)
+        self._scale = 1.0
         self._names = [v.name for v in vars_]
         self._x = self._layout = self._ipfn = None  # the initial point: built when first needed
         unobserved = model.unobserved_value_vars
@@ -154,9 +168,14 @@ class CompiledMAP:
         return self._ravel(self._ipfn(int(np.random.default_rng(seed).integers(2**30))))
 
     def value_and_grad(self, x):
-        """``(-log p, -grad log p)`` at the raveled point ``x`` (no Jacobian terms)."""
+        """``(-log p, -grad log p)`` at the raveled point ``x`` (no Jacobian terms), divided by
+        the engine's ``scale``."""
         point = self.unravel(x)
-        value, grad = self._f(*(point[n] for n in self._names))
+        value, grad, scale = self._f(*(point[n] for n in self._names))
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"CompiledMAP: the objective's scale must be positive and finite; "
+                             f"got {float(scale)}")
+        self._scale = float(scale)
         return float(value), np.asarray(grad, dtype=np.float64)
 
     def fit(self, start=None, *, seed=None, maxiter=None, what="the L-BFGS-B MAP fit", **data):
@@ -203,7 +222,8 @@ class CompiledMAP:
                                 **self.options})
         if not (np.isfinite(res.fun) and np.all(np.isfinite(res.x))):
             res.success = False
-            res.message = (f"the log posterior at the optimum is {-float(res.fun)} (not finite): "
+            res.message = (f"the log posterior at the optimum is {-float(res.fun) * self._scale} "
+                           "(not finite): "
                            "check the model's parameters (e.g. prior scales must be positive "
                            f"and finite); optimiser message: {res.message}")
         self.result = res
@@ -220,7 +240,7 @@ class CompiledMAP:
         out = dict(zip(self._out_names, self._values(*(point[n] for n in self._names)),
                        strict=True))
         out["_info"] = {"iterations": int(res.nit), "seconds": time.perf_counter() - t0,
-                        "log_posterior": -float(res.fun), "converged": converged,
+                        "log_posterior": -float(res.fun) * self._scale, "converged": converged,
                         "message": str(res.message)}
         return out
 

@@ -4,8 +4,9 @@ PyTensor caches the compiled numba code of a graph on disk, keyed by the Op's ty
 the integer version its registration returns; it does NOT see changes in the kernels that code
 calls. A stale cache silently runs old kernels (we hit this: an outdated two-table DP kept
 running inside compiled graphs after the kernel changed). So every registration returns
-:func:`code_version` of its own module, which hashes that module and every kernel source file:
-any change to the numerics invalidates the cached graphs.
+:func:`code_version` of its own module, which hashes that module, every kernel source file and
+``pm_perm/ops/extern.py`` (how graphs call the kernels): any change to the numerics or to the
+calling convention invalidates the cached graphs.
 """
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ from pathlib import Path
 _KERNELS = Path(__file__).resolve().parent
 
 
+# the calling convention of the kernels' C symbols: a cached graph calls a kernel by its symbol
+# with the arguments of the convention it was compiled with (a changed convention in a stale
+# graph is a crash, not a wrong number)
+_CALLING_CONVENTION = _KERNELS.parent / "ops" / "extern.py"
+
+
 def _kernels_crc() -> int:
     crc = 0
-    for path in sorted(_KERNELS.glob("*.py")):
+    for path in [*sorted(_KERNELS.glob("*.py")), _CALLING_CONVENTION]:
         crc = zlib.crc32(path.read_bytes(), crc)
     return crc
 

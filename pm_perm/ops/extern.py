@@ -22,7 +22,13 @@ kernel draws from the caller's own stream.
 
 The callee cannot raise (a C callable has no Python exception channel): kernels exposed here
 report bad input by their return value (NaN, or a status code), and the small numba wrapper in
-the graph raises. :class:`StatusError` makes that raise cheap to compile.
+the graph raises. :class:`StatusError` makes that raise cheap to compile. An exception the
+kernel raises all the same (a ``ZeroDivisionError``, a ``MemoryError``) is printed by numba's C
+wrapper and ignored, the call returning 0; so every kernel is compiled with one more argument,
+a pointer to an int64 "done" cell that it sets only when its body returned, and both callers
+check it: the Python call (:meth:`ExternKernel.__call__`) raises the exception itself
+(:func:`raise_swallowed`), the numba call (``ExternKernel.external``, inside compiled PyTensor
+graphs) raises ``RuntimeError`` (:data:`KERNEL_RAISED`).
 """
 
 from __future__ import annotations
@@ -53,10 +59,18 @@ __all__ = [
     "bitgen_of",
     "c_contiguous_out",
     "copy_back",
+    "KERNEL_RAISED",
     "extern_kernel",
     "raise_swallowed",
     "value_errors",
 ]
+
+
+#: The message of the ``RuntimeError`` a compiled graph raises when a kernel raised ({} is the
+#: kernel's symbol).
+KERNEL_RAISED = ("the compiled kernel {} raised an exception (printed above by numba as "
+                 "'Exception ignored in ...'); inside a C callback it cannot pass the exception "
+                 "on, so its result is not used")
 
 
 class ExternKernel(NamedTuple):
@@ -64,7 +78,9 @@ class ExternKernel(NamedTuple):
     runs the kernel from Python (arrays converted to pointers)."""
 
     compiled: object  #: the ``numba.cfunc`` object (``.ctypes`` calls it from Python)
-    external: types.ExternalFunction  #: what numba code calls
+    external: object  #: what numba code calls (a jitted caller that checks the "done" cell)
+    symbol: str  #: the kernel's C symbol
+    signature: object  #: the kernel's signature, without the "done" cell
 
     def __call__(self, *args):
         """Run the kernel from Python. Pointer arguments take C-contiguous NumPy arrays of the
@@ -72,18 +88,22 @@ class ExternKernel(NamedTuple):
         passed as they are."""
         fn = self.compiled.ctypes
         converted = []
-        for arg, ty, cty in zip(args, self.external.sig.args, fn.argtypes, strict=True):
+        for arg, ty, cty in zip(args, self.signature.args, fn.argtypes[:-1], strict=True):
             if isinstance(ty, types.CPointer):
                 dtype = np.dtype(str(ty.dtype))
                 if (not isinstance(arg, np.ndarray) or arg.dtype != dtype
                         or not arg.flags.c_contiguous):
-                    raise TypeError(f"{self.external.symbol}: expected a C-contiguous {dtype} "
+                    raise TypeError(f"{self.symbol}: expected a C-contiguous {dtype} "
                                     f"array, got {type(arg).__name__} "
                                     f"{getattr(arg, 'dtype', '')}")
                 arg = ctypes.cast(arg.ctypes.data, cty)
             converted.append(arg)
-        with raise_swallowed(self.external.symbol):
-            return fn(*converted)
+        done = np.zeros(1, dtype=np.int64)
+        with raise_swallowed(self.symbol):
+            result = fn(*converted, ctypes.cast(done.ctypes.data, fn.argtypes[-1]))
+        if not done[0]:  # raised, but not through this thread's unraisable hook
+            raise RuntimeError(KERNEL_RAISED.format(self.symbol))
+        return result
 
 
 # ------------------------------------------------------------------ exceptions in C callables
@@ -154,11 +174,81 @@ def extern_kernel(symbol: str, signature, py_func):
     @functools.cache
     def ensure():
         with _one_compiler(symbol, py_func):
-            compiled = cfunc(signature, py_func, cache=True)
+            compiled = cfunc(_with_done_cell(signature),
+                             _setting_done(py_func, signature, symbol), cache=True)
         ll.add_symbol(symbol, compiled.address)
-        return ExternKernel(compiled, types.ExternalFunction(symbol, signature))
+        external = types.ExternalFunction(symbol, _with_done_cell(signature))
+        return ExternKernel(compiled, _checking_done(external, signature, symbol), symbol,
+                            signature)
 
     return ensure
+
+
+# ------------------------------------------------------------------ the "done" cell of a kernel
+# A C callable takes a fixed number of arguments (numba's cfunc accepts no *args), so the two
+# wrappers are generated per kernel from the templates below, compiled with this file as their
+# file name and named after the kernel's symbol: numba's on-disk cache files a function by file
+# and name, and keys it by its code and closure, so each kernel has its own entries, and the
+# closure's ``version`` (a digest of ``py_func``'s code and of the numbers and strings of its
+# closure, which hold its kernels' code version) makes a changed kernel a cache miss, as for
+# ``py_func`` itself. The kernel's
+# body is a global of the wrapper, not a closure variable: a jitted function in a closure would
+# change the cache key in every process (numba pickles it with a per-process id).
+
+_DONE = types.CPointer(types.int64)
+
+
+def _with_done_cell(signature):
+    return signature.return_type(*signature.args, _DONE)
+
+
+_SETTING = """
+def make(version):
+    def {symbol}({args}, done):
+        if version is None:  # never: keeps version in the closure (the cache key)
+            return body({args})
+        result = body({args})
+        done[0] = 1
+        return result
+    return {symbol}
+"""
+
+_CHECKING = """
+def make(external, message):
+    def {symbol}_checked({args}):
+        done = np.zeros(1, dtype=np.int64)
+        result = external({args}, done.ctypes)
+        if done[0] == 0:
+            raise RuntimeError(message)
+        return result
+    return {symbol}_checked
+"""
+
+
+def _template(source, symbol, n, namespace):
+    args = ", ".join(f"a{i}" for i in range(n))
+    namespace["__name__"] = __name__  # the functions' module (numba's cache imports it)
+    exec(compile(source.format(symbol=symbol, args=args), __file__, "exec"),  # noqa: S102
+         namespace)
+    return namespace["make"]
+
+
+def _setting_done(py_func, signature, symbol):
+    """``py_func`` with a last argument, the "done" cell, set to 1 when ``py_func`` returns."""
+    cells = tuple(c.cell_contents for c in py_func.__closure__ or ()
+                  if isinstance(c.cell_contents, int | float | str | bytes))
+    code = py_func.__code__
+    version = hashlib.sha1(repr((py_func.__qualname__, code.co_code, code.co_consts,
+                                 cells)).encode()).hexdigest()
+    namespace = {"body": njit(py_func)}
+    return _template(_SETTING, symbol, len(signature.args), namespace)(version)
+
+
+def _checking_done(external, signature, symbol):
+    """A jitted call of the C kernel ``external`` (arguments of ``signature``, plus the "done"
+    cell it allocates) that raises ``RuntimeError`` when the kernel did not return."""
+    make = _template(_CHECKING, symbol, len(signature.args), {"np": np})
+    return njit(make(external, KERNEL_RAISED.format(symbol)))
 
 
 _LOW_PRIORITY = 10  # niceness from which a process compiles without the lock (below)

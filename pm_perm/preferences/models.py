@@ -249,10 +249,11 @@ def _likelihood(family, params, data, components):
         return
     lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
     counts = pm.Data("counts", data.counts.astype(np.float64))
-    n_ballots = pm.Data("n_ballots", np.int64(data.n_rankings))
-    length_counts = pm.Data("length_counts", lengths.astype(np.int64), dims="length")
-    pm.Multinomial("ballot_lengths", n=n_ballots, p=length_probs, observed=length_counts,
-                   dims="length")
+    # float64: pm.Data stores integers as int32 (PyMC's intX), which wraps counts above 2^31
+    n_ballots = pm.Data("n_ballots", np.float64(data.n_rankings))
+    length_counts = pm.Data("length_counts", lengths.astype(np.float64), dims="length")
+    pm.Multinomial("ballot_lengths", n=pt.cast(n_ballots, "int64"), p=length_probs,
+                   observed=length_counts, dims="length")
     w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
     ll = component_logliks(family, params, data.orders)
     pm.Potential("ballots", pt.sum(counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0)))
@@ -478,8 +479,8 @@ def set_counts(rm, counts):
     if counts.sum() == 0:
         raise ValueError("set_counts: all counts are zero (no ballots to fit)")
     lengths = np.bincount(base.ranked_lengths(), weights=counts, minlength=base.n_items + 1)
-    new = {"counts": counts.astype(np.float64), "n_ballots": np.int64(counts.sum()),
-           "length_counts": lengths.astype(np.int64)}
+    new = {"counts": counts.astype(np.float64), "n_ballots": np.float64(counts.sum()),
+           "length_counts": lengths.astype(np.float64)}
     # one component: the lengths are part of the ballots' likelihood (only "counts" exists)
     pm.set_data({k: v for k, v in new.items() if k in rm.model.named_vars}, model=rm.model)
     return RankingModel(rm.model, rm.family, rm.components, base.with_counts(counts), base,
@@ -536,7 +537,9 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
                          "for fit_map, and use the centred one for NUTS (fit_nuts)")
     engine = _COMPILED_MAP.get(rm.model)
     if engine is None:
-        engine = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
+        # a mixture's objective per ballot: L-BFGS-B then fits counts of any size
+        engine = _COMPILED_MAP[rm.model] = CompiledMAP(
+            rm.model, scale=rm.model["n_ballots"] if rm.components > 1 else None)
     engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
     best, messages, n_converged = None, [], 0
     for s in range(n_starts):

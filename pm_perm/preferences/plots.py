@@ -134,12 +134,14 @@ def plot_ppc(ppc, item_names, *, max_pairs=40):
 
 
 def save_all(directory, *, item_names, marginals, pairwise, consensus, ppc=None, profiles=None,
-             weights=None):
+             weights=None, overwrite=True):
     """Write the standard figures to ``directory`` (created); returns the list of paths.
 
     ``positions.png``, ``pairwise.png``, ``consensus.png``, and with ``ppc`` ``ppc.png``, with
     ``profiles`` (K > 1) ``blocs.png``. Each file is written atomically
-    (:func:`pm_perm._io.save_figure`).
+    (:func:`pm_perm._io.save_figure`); with ``overwrite=False`` a file that exists when it is
+    written is kept and :class:`pm_perm._io.OutputPathError` raised (the check and the write
+    are one step, so two runs writing the same new folder cannot both succeed).
     """
     plt = _plt()
     out = Path(directory)
@@ -156,7 +158,7 @@ def save_all(directory, *, item_names, marginals, pairwise, consensus, ppc=None,
     paths = []
     for name, fig in figs.items():
         try:
-            paths.append(save_figure(fig, out / name, dpi=110))
+            paths.append(save_figure(fig, out / name, overwrite=overwrite, dpi=110))
         finally:
             plt.close(fig)
     return paths

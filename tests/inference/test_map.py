@@ -172,3 +172,22 @@ def test_compiled_map_refuses_a_non_finite_optimum(sigma):
     values = CompiledMAP(model).fit(seed=0)  # a legitimate fit still succeeds
     assert values["_info"]["converged"]
     np.testing.assert_allclose(values["theta"], _exact(total, 1.0), rtol=1e-5)
+
+
+def test_scaled_objective_has_the_same_optimum_and_reports_the_unscaled_density():
+    """``scale`` (e.g. a model's number of ballots) divides the objective; the optimum and the
+    reported log-density are the unscaled fit's. A scale read from ``pm.Data`` follows it."""
+    model, total = _model()
+    plain = CompiledMAP(model).fit()
+    with model:
+        n = pm.Data("n", 1e6)
+    scaled = CompiledMAP(model, scale=n)
+    fit = scaled.fit()
+    np.testing.assert_allclose(fit["theta"], _exact(total, 1.0), rtol=1e-5)
+    np.testing.assert_allclose(fit["_info"]["log_posterior"], plain["_info"]["log_posterior"],
+                               rtol=1e-9)
+    value, grad = scaled.value_and_grad(scaled.x)
+    assert abs(value) < 1e-3 and np.all(np.abs(grad) < 1e-3)  # per 1e6
+    scaled.set_data(n=-1.0)
+    with pytest.raises(ValueError, match="scale must be positive"):
+        scaled.fit()

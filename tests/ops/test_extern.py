@@ -241,3 +241,51 @@ def test_the_unraisable_hook_is_restored_after_a_kernel_call():
         with raise_swallowed("inner"):
             sys.unraisablehook(SimpleNamespace(exc_value=ValueError("x")))
     assert sys.unraisablehook is before
+
+
+def _raising_log_permanent_kernel():
+    """A kernel of the log-permanent's signature that raises ZeroDivisionError (for a monkeypatch
+    of pm_perm.ops.permanent's kernel)."""
+    from pm_perm.ops.permanent import _SIGNATURE
+
+    def body(W, M, P, marginals):
+        total = 0.0
+        for i in range(M):
+            total += W[i] - W[i]
+        return 1.0 / total  # ZeroDivisionError (numba's Python error model)
+
+    return extern_kernel("pm_perm_test_raising_log_permanent", _SIGNATURE, body)
+
+
+@pytest.fixture
+def raising_permanent(monkeypatch):
+    from pm_perm.ops import permanent
+
+    monkeypatch.setitem(permanent._EXTERN, "dp", _raising_log_permanent_kernel())
+    permanent._batch_runner.cache_clear()
+    yield
+    permanent._batch_runner.cache_clear()
+
+
+# numba's C wrapper prints the exception through sys.unraisablehook (pytest reports that as a
+# warning): what matters is that the call raises
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("mode", ["python", "numba"])
+def test_an_exception_inside_a_kernel_stops_a_compiled_graph(raising_permanent, mode):
+    """issue 53, s.7: numba's C wrapper prints an exception of a kernel and returns 0, which
+    read as a valid log-permanent. Through an Op, in PyTensor's Python mode (``perform``) and in
+    a graph compiled by numba (the kernel called by its symbol), the call raises instead."""
+    from pm_perm._modes import PYTHON_MODE
+    from pm_perm.ops.extern import KERNEL_RAISED
+
+    with pytensor.config.change_flags(numba__cache=False):
+        f = pytensor.function([W], log_permanent(W),
+                              mode=PYTHON_MODE if mode == "python" else "NUMBA")
+    if mode == "python":
+        with pytest.raises(RuntimeError, match="raised ZeroDivisionError") as info:
+            f(W0)
+        assert isinstance(info.value.__cause__, ZeroDivisionError)
+    else:
+        message = KERNEL_RAISED.format("pm_perm_test_raising_log_permanent")
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            f(W0)

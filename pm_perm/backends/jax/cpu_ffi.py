@@ -10,7 +10,10 @@ XLA FFI C API (``xla/ffi/api/c_api.h``; 64-bit, every field 8-byte aligned): it 
 metadata query (API version 0.1, no traits), then loops over the batch with the same kernels
 as the numba Ops. float32 and float64 buffers (int32 / int64 counts) are accepted; the
 arithmetic is float64 (inputs converted on the way in, outputs on the way out). The kernels
-never fail: bad logits give NaN, as in the numba Ops, so the handler always returns success.
+report bad logits by NaN, as in the numba Ops; an exception a kernel raises all the same (a
+``ZeroDivisionError``, a ``MemoryError``) is caught by the handler, which returns an XLA FFI
+error (:data:`HANDLER_RAISED`; JAX raises it at the call) instead of success with unwritten
+results (a C callable cannot pass the exception on: numba would print it and return success).
 
 Targets (CPU only):
 
@@ -58,7 +61,16 @@ from pm_perm.kernels.permanent import log_permanent_into as checked_value_into
 from pm_perm.kernels.plackett_luce import TIE_BLOCK_MAX, plackett_luce_core
 from pm_perm.kernels.rank_form import order_blocks
 
-__all__ = ["call"]
+__all__ = ["HANDLER_RAISED", "call"]
+
+#: The message of the XLA FFI error a handler returns when its kernel raised.
+HANDLER_RAISED = ("pm_perm: a numba kernel raised an exception inside an XLA FFI handler (its type "
+                  "and message are lost in compiled code; the numba backend or a Python call of "
+                  "the same computation shows them); its results are not used")
+_MESSAGE = np.frombuffer(HANDLER_RAISED.encode() + b"\0", dtype=np.uint8)
+_ERROR_CREATE = 6  # XLA_FFI_Api: struct_size, ext, api_version (3 words), internal, Error_Create
+_INTERNAL = 13  # XLA_FFI_Error_Code_INTERNAL
+_CREATE_ARGS_SIZE = 28  # XLA_FFI_Error_Create_Args: size, ext, message, errc (int32)
 
 _F32, _F64, _S32, _S64 = 11, 12, 4, 5  # XLA_FFI_DataType
 _METADATA = 1  # XLA_FFI_Extension_Type
@@ -282,11 +294,45 @@ def _ffi_handler(body):
 
     def handler(frame_ptr):
         frame = carray(frame_ptr, 22)
-        if not _answer_metadata(frame):
+        if _answer_metadata(frame):
+            return 0
+        try:
             body(frame)
+        except Exception:  # noqa: BLE001 - returned to XLA as an error, which JAX raises
+            return _error(frame[2])
         return 0
 
     return handler
+
+
+@intrinsic
+def _call_pointer(typingctx, function, argument):
+    """``function(argument)``: call the C function at address ``function`` with one pointer
+    argument (as int64); returns its pointer result as int64."""
+    sig = types.int64(types.int64, types.int64)
+
+    def codegen(context, builder, sig, args):
+        from llvmlite import ir
+
+        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(fn, [args[1]])
+
+    return sig, codegen
+
+
+@njit(cache=True)
+def _error(api):
+    """A new XLA_FFI_Error (code INTERNAL, message :data:`HANDLER_RAISED`) made by the XLA FFI
+    API at address ``api`` (XLA copies the message and owns the error)."""
+    message = np.empty(_MESSAGE.size, dtype=np.uint8)
+    message[:] = _MESSAGE
+    create_args = np.zeros(4, dtype=np.int64)
+    create_args[0] = _CREATE_ARGS_SIZE
+    create_args[2] = np.int64(message.ctypes.data)
+    create_args[3] = _INTERNAL
+    create = carray(_i64p(api), _ERROR_CREATE + 1)[_ERROR_CREATE]
+    return _call_pointer(create, np.int64(create_args.ctypes.data))
 
 
 @functools.cache
