@@ -104,22 +104,17 @@ def _numba_partial_ranking(op, node):
         L = length_probs.shape[0]
         if L != 0 and L != M + 1:
             raise ValueError("PartialRanking: length_probs must have M + 1 entries")
+        total = 0.0
+        for k in range(L):
+            if not length_probs[k] >= 0:
+                raise ValueError("PartialRanking: length_probs must be a simplex")
+            total += length_probs[k]
+        if L and abs(total - 1.0) >= tol:
+            raise ValueError("PartialRanking: length_probs must be a simplex")
         y = draw(rng, logits, np.empty(M, dtype=np.int64) if out is None else out)
         if pattern.shape[0] != 0:  # the pattern wins over length_probs (checked all the same)
-            for k in range(L):
-                if not length_probs[k] >= 0:
-                    raise ValueError("PartialRanking: length_probs must be a simplex")
-            if L and abs(np.sum(length_probs) - 1.0) >= tol:
-                raise ValueError("PartialRanking: length_probs must be a simplex")
             return core_coarsen(y, pattern)
         if L:
-            total = 0.0
-            for k in range(L):
-                if not length_probs[k] >= 0:
-                    raise ValueError("PartialRanking: length_probs must be a simplex")
-                total += length_probs[k]
-            if abs(total - 1.0) >= tol:
-                raise ValueError("PartialRanking: length_probs must be a simplex")
             u = rng.random() * total
             k = 0
             acc = length_probs[0]
