@@ -12,18 +12,36 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
+from numba import types
 from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.link.numba.dispatch import basic as numba_basic
 
-from pm_perm._numba import njit
-from pm_perm.kernels.patterns import PATTERN_ERRORS, coarsen_into, coarsen_to_patterns
+from pm_perm.kernels._version import code_version
+from pm_perm.kernels.patterns import PATTERN_ERRORS, coarsen_to_patterns, make_coarsen_kernel
 from pm_perm.kernels.rank_form import validate_orders
+from pm_perm.ops import extern
 
-__all__ = ["check_pattern_np", "coarsen_draws", "core_coarsen", "observed_pattern",
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
+
+__all__ = ["check_pattern_np", "coarsen_draws", "coarsen_numba", "observed_pattern",
            "pattern_input", "pattern_support_point"]
 
 _LENGTH_MSG = PATTERN_ERRORS[1]
-_INVALID_MSG = PATTERN_ERRORS[2]
+
+# The numba draws call the coarsening through a C symbol (see pm_perm.ops.extern).
+_COARSEN = extern.extern_kernel(
+    "pm_perm_coarsen_kernel",
+    types.int64(types.CPointer(types.int64), types.intp, types.CPointer(types.int64),
+                types.intp),
+    make_coarsen_kernel(_VERSION),
+)
+
+
+class _PatternError(extern.StatusError):
+    """The coarsening's errors (statuses of :func:`pm_perm.kernels.patterns.coarsen_into`)."""
+
+    messages = extern.value_errors(PATTERN_ERRORS)
 
 
 def _static_value(x):
@@ -86,18 +104,27 @@ def coarsen_draws(y, pattern, dist_name):
     return coarsen_to_patterns(y, pattern, name=f"{dist_name}: pattern")
 
 
-@njit
-def core_coarsen(y, pattern):
-    """The numba draws' step: ``y`` (M,) coarsened in place to ``pattern`` (M,) (empty: no-op);
-    raises ``ValueError`` for an invalid pattern."""
-    if pattern.shape[0] == 0:
-        return y
-    status = coarsen_into(y, pattern, y)
-    if status == 1:
-        raise ValueError(_LENGTH_MSG)
-    if status == 2:
-        raise ValueError(_INVALID_MSG)
-    return y
+def coarsen_numba():
+    """``coarsen(y, pattern) -> y`` in compiled code: the (M,) int64 draw ``y`` coarsened in
+    place to ``pattern`` (M,) (empty: unchanged); raises ``ValueError``
+    (:data:`pm_perm.kernels.patterns.PATTERN_ERRORS`) for an invalid pattern."""
+    kernel = _COARSEN().external
+
+    @numba_basic.numba_njit
+    def coarsen(y, pattern):
+        if pattern.shape[0] == 0:
+            return y
+        p = np.ascontiguousarray(pattern)
+        yc = extern.c_contiguous_out(y)
+        if not y.flags.c_contiguous:
+            for i in range(y.shape[0]):
+                yc[i] = y[i]
+        status = kernel(yc.ctypes, yc.shape[0], p.ctypes, p.shape[0])
+        if status != 0:
+            raise _PatternError(status)
+        return extern.copy_back(y, yc)
+
+    return coarsen
 
 
 def pattern_support_point(y, pattern):

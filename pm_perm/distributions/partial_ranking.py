@@ -18,7 +18,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._patterns import (
     coarsen_draws,
-    core_coarsen,
+    coarsen_numba,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -94,6 +94,7 @@ partial_ranking = PartialRankingRV()
 def _numba_partial_ranking(op, node):
     tol = _SIMPLEX_TOL
     draw = permutation_draw_numba()  # the exact sampler's C kernel (see pm_perm.ops.extern)
+    coarsen = coarsen_numba()
 
     @numba_basic.numba_njit
     def core_draw(rng, logits, weights, length_probs, pattern, out=None):
@@ -113,7 +114,7 @@ def _numba_partial_ranking(op, node):
             raise ValueError("PartialRanking: length_probs must be a simplex")
         y = draw(rng, logits, np.empty(M, dtype=np.int64) if out is None else out)
         if pattern.shape[0] != 0:  # the pattern wins over length_probs (checked all the same)
-            return core_coarsen(y, pattern)
+            return coarsen(y, pattern)
         if L:
             u = rng.random() * total
             k = 0

@@ -19,7 +19,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pm_perm.distributions._params import select_last
 from pm_perm.distributions._patterns import (
     coarsen_draws,
-    core_coarsen,
+    coarsen_numba,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -30,7 +30,6 @@ from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
     PL_DRAW_ERRORS,
     check_length_probs,
-    length_probs_status,
     make_plackett_luce_draw_kernel,
     sample_plackett_luce,
 )
@@ -108,9 +107,29 @@ class _DrawError(extern.StatusError):
 _BAD_WEIGHTS = len(PL_DRAW_ERRORS)
 
 
+@numba_basic.numba_njit
+def _length_probs_status(lp, M):
+    """The sampler's checks of ``length_probs`` (its statuses in ``PL_DRAW_ERRORS``; 0 = valid
+    or empty), for draws with a pattern, which do not pass it to the sampler."""
+    if lp.shape[0] == 0:
+        return 0
+    if lp.shape[0] != M + 1:
+        return 2
+    total = 0.0
+    for k in range(M + 1):
+        p = lp[k]
+        if not (p >= 0.0 and p < np.inf):
+            return 3
+        total += p
+    if abs(total - 1.0) > 1e-6:
+        return 4
+    return 0
+
+
 @numba_core_rv_funcify.register(PlackettLuceRV)
 def _numba_plackett_luce(op, node):
     kernel = _DRAW().external
+    coarsen = coarsen_numba()
 
     @numba_basic.numba_njit
     def core_draw(rng, utilities, weights, length_probs, pattern, out=None):
@@ -120,7 +139,7 @@ def _numba_plackett_luce(op, node):
         u, lp = np.ascontiguousarray(utilities), np.ascontiguousarray(length_probs)
         n_lengths = lp.shape[0]
         if pattern.shape[0] != 0:  # the pattern wins: a complete draw, coarsened below
-            status = length_probs_status(lp, u.shape[0])
+            status = _length_probs_status(lp, u.shape[0])
             if status != 0:
                 raise _DrawError(status)
             n_lengths = 0
@@ -131,7 +150,7 @@ def _numba_plackett_luce(op, node):
         status = kernel(bitgen.ctypes, u.ctypes, u.shape[0], lp.ctypes, n_lengths, y.ctypes)
         if status != 0:
             raise _DrawError(status)
-        core_coarsen(y, pattern)
+        coarsen(y, pattern)
         return extern.copy_back(out, y)
 
     core_draw.handles_out = True

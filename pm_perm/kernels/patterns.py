@@ -12,11 +12,13 @@ probability of that partial (tied, top-k) order. O(M) per row.
 from __future__ import annotations
 
 import numpy as np
+from numba import carray
 
 from pm_perm._numba import njit
 from pm_perm.kernels.rank_form import validate_orders
 
-__all__ = ["PATTERN_ERRORS", "coarsen_into", "coarsen_to_patterns", "pattern_values"]
+__all__ = ["PATTERN_ERRORS", "coarsen_into", "coarsen_to_patterns", "make_coarsen_kernel",
+           "pattern_values"]
 
 #: Messages of the pattern errors, indexed by the status of :func:`coarsen_into`.
 PATTERN_ERRORS = (
@@ -64,6 +66,23 @@ def coarsen_into(y, pattern, out):
     for i in range(M):
         out[i] = values[y[i]]
     return 0
+
+
+def make_coarsen_kernel(version):
+    """Body of the C callable that PyTensor's draws with a pattern call (``numba.cfunc``, see
+    :mod:`pm_perm.ops.extern`): ``coarsen_kernel(y, m, pattern, n_pattern)`` runs
+    :func:`coarsen_into` in place on the (m,) int64 draw at ``y`` with the (n_pattern,) int64
+    pattern at ``pattern``; returns the status. ``version`` keys numba's cache as in
+    :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`.
+    """
+
+    def coarsen_kernel(y, m, pattern, n_pattern):
+        if version < 0:  # never true; referencing version puts it into numba's cache key
+            return -1
+        out = carray(y, m)
+        return coarsen_into(out, carray(pattern, n_pattern), out)
+
+    return coarsen_kernel
 
 
 def pattern_values(patterns):

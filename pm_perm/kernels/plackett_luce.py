@@ -45,7 +45,6 @@ __all__ = [
     "PL_TIE_BLOCK_TOO_LARGE",
     "TIE_BLOCK_MESSAGE",
     "draw_plackett_luce_into",
-    "length_probs_status",
     "make_plackett_luce_draw_kernel",
     "make_plackett_luce_kernel",
     "plackett_luce_core",
@@ -297,26 +296,6 @@ PL_DRAW_ERRORS = (
 
 
 @njit(cache=True)
-def length_probs_status(length_probs, M):
-    """The sampler's checks of ``length_probs`` (M + 1,): 0 when valid or empty, else the
-    index in ``PL_DRAW_ERRORS`` of the error (wrong length, negative or non-finite entry, not
-    summing to 1 within 1e-6)."""
-    if length_probs.shape[0] == 0:
-        return 0
-    if length_probs.shape[0] != M + 1:
-        return 2
-    total = 0.0
-    for k in range(M + 1):
-        p = length_probs[k]
-        if not (p >= 0.0 and p < np.inf):
-            return 3
-        total += p
-    if abs(total - 1.0) > 1e-6:
-        return 4
-    return 0
-
-
-@njit(cache=True)
 def draw_plackett_luce_into(rng, u, length_probs, y):
     """One exact draw into ``y`` (M,) int64 in rank form: a complete ranking by Gumbel-max,
     then, if ``length_probs`` (M + 1,) is not empty, only the first ``k ~ length_probs`` kept (the
@@ -335,12 +314,16 @@ def draw_plackett_luce_into(rng, u, length_probs, y):
         y[order[t]] = t
     if length_probs.shape[0] == 0:
         return 0
-    status = length_probs_status(length_probs, M)
-    if status != 0:
-        return status
+    if length_probs.shape[0] != M + 1:
+        return 2
     total = 0.0
     for k in range(M + 1):
-        total += length_probs[k]
+        p = length_probs[k]
+        if not (p >= 0.0 and p < np.inf):
+            return 3
+        total += p
+    if abs(total - 1.0) > 1e-6:
+        return 4
     target = rng.random() * total
     k = 0
     acc = length_probs[0]
