@@ -92,7 +92,8 @@ plackett_luce = PlackettLuceRV()
 _DRAW = extern.extern_kernel(
     "pm_perm_plackett_luce_draw_kernel",
     types.int64(types.CPointer(types.uint64), types.CPointer(types.float64), types.intp,
-                types.CPointer(types.float64), types.intp, types.CPointer(types.int64)),
+                types.CPointer(types.float64), types.intp, types.intp,
+                types.CPointer(types.int64)),
     make_plackett_luce_draw_kernel(_VERSION),
 )
 
@@ -107,25 +108,6 @@ class _DrawError(extern.StatusError):
 _BAD_WEIGHTS = len(PL_DRAW_ERRORS)
 
 
-@numba_basic.numba_njit
-def _length_probs_status(lp, M):
-    """The sampler's checks of ``length_probs`` (its statuses in ``PL_DRAW_ERRORS``; 0 = valid
-    or empty), for draws with a pattern, which do not pass it to the sampler."""
-    if lp.shape[0] == 0:
-        return 0
-    if lp.shape[0] != M + 1:
-        return 2
-    total = 0.0
-    for k in range(M + 1):
-        p = lp[k]
-        if not (p >= 0.0 and p < np.inf):
-            return 3
-        total += p
-    if abs(total - 1.0) > 1e-6:
-        return 4
-    return 0
-
-
 @numba_core_rv_funcify.register(PlackettLuceRV)
 def _numba_plackett_luce(op, node):
     kernel = _DRAW().external
@@ -137,17 +119,13 @@ def _numba_plackett_luce(op, node):
         if not (np.isfinite(w) and w >= 0.0 and w == np.round(w)):
             raise _DrawError(_BAD_WEIGHTS)
         u, lp = np.ascontiguousarray(utilities), np.ascontiguousarray(length_probs)
-        n_lengths = lp.shape[0]
-        if pattern.shape[0] != 0:  # the pattern wins: a complete draw, coarsened below
-            status = _length_probs_status(lp, u.shape[0])
-            if status != 0:
-                raise _DrawError(status)
-            n_lengths = 0
+        cut = 1 if pattern.shape[0] == 0 else 0  # the pattern wins: coarsen a complete draw
         if out is None:
             out = np.empty(u.shape[0], dtype=np.int64)
         y = extern.c_contiguous_out(out)
         bitgen = extern.bitgen_of(rng)
-        status = kernel(bitgen.ctypes, u.ctypes, u.shape[0], lp.ctypes, n_lengths, y.ctypes)
+        status = kernel(bitgen.ctypes, u.ctypes, u.shape[0], lp.ctypes, lp.shape[0], cut,
+                        y.ctypes)
         if status != 0:
             raise _DrawError(status)
         coarsen(y, pattern)
