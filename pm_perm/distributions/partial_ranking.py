@@ -17,6 +17,13 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
+from pm_perm.distributions._patterns import (
+    coarsen_draws,
+    coarsen_numba,
+    observed_pattern,
+    pattern_input,
+    pattern_support_point,
+)
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
 from pm_perm.distributions.permutation import NO_ITEM_MSG, permutation_draw_numba
@@ -50,23 +57,29 @@ def _check_draw_parameters(weights, length_probs, M):
 
 
 class PartialRankingRV(IntegerRV):
-    """Draws of rank-form rankings: complete, or top-k with ``k ~ length_probs``.
+    """Draws of rank-form rankings: complete, top-k with ``k ~ length_probs``, or of a pattern.
 
     Inputs: ``logits`` (..., M, M), ``weights`` (...) (logp only), ``length_probs`` (..., M + 1)
-    or an empty vector (complete rankings).
+    or an empty vector (complete rankings), ``pattern`` (..., M) or an empty vector (none; a
+    pattern coarsens each complete draw to it, :mod:`pm_perm.kernels.patterns`, and takes
+    precedence over ``length_probs``, which is still checked).
     """
 
     name = "partial_ranking"
-    signature = "(m,m),(),(l)->(m)"
+    signature = "(m,m),(),(l),(p)->(m)"
     dist_name = "PartialRanking"
 
     @classmethod
-    def rng_fn(cls, rng, logits, weights, length_probs, size):
+    def rng_fn(cls, rng, logits, weights, length_probs, pattern, size):
         M = logits.shape[-1]
         _check_draw_parameters(weights, length_probs, M)
-        batch = np.broadcast_shapes(logits.shape[:-2], np.shape(weights), length_probs.shape[:-1])
+        pattern = np.asarray(pattern)
+        batch = np.broadcast_shapes(logits.shape[:-2], np.shape(weights), length_probs.shape[:-1],
+                                    pattern.shape[:-1])
         size = batch if size is None else tuple(size)
         y = sample_permutations(logits, size=size, rng=rng)
+        if pattern.shape[-1]:
+            return coarsen_draws(y, pattern, cls.dist_name)
         if length_probs.shape[-1]:
             cdf = np.cumsum(np.broadcast_to(length_probs, (*size, M + 1)), axis=-1)
             u = np.asarray(rng.random(size))[..., None] * cdf[..., -1:]
@@ -82,9 +95,10 @@ partial_ranking = PartialRankingRV()
 def _numba_partial_ranking(op, node):
     tol = _SIMPLEX_TOL
     draw = permutation_draw_numba()  # the exact sampler's C kernel (see pm_perm.ops.extern)
+    coarsen = coarsen_numba()
 
     @numba_basic.numba_njit
-    def core_draw(rng, logits, weights, length_probs, out=None):
+    def core_draw(rng, logits, weights, length_probs, pattern, out=None):
         M = logits.shape[0]
         w = weights.item()
         if not (np.isfinite(w) and w >= 0 and w == np.floor(w)):
@@ -92,15 +106,17 @@ def _numba_partial_ranking(op, node):
         L = length_probs.shape[0]
         if L != 0 and L != M + 1:
             raise ValueError("PartialRanking: length_probs must have M + 1 entries")
-        y = draw(rng, logits, np.empty(M, dtype=np.int64) if out is None else out)
-        if L:
-            total = 0.0
-            for k in range(L):
-                if not length_probs[k] >= 0:
-                    raise ValueError("PartialRanking: length_probs must be a simplex")
-                total += length_probs[k]
-            if abs(total - 1.0) >= tol:
+        total = 0.0
+        for k in range(L):
+            if not length_probs[k] >= 0:
                 raise ValueError("PartialRanking: length_probs must be a simplex")
+            total += length_probs[k]
+        if L and abs(total - 1.0) >= tol:
+            raise ValueError("PartialRanking: length_probs must be a simplex")
+        y = draw(rng, logits, np.empty(M, dtype=np.int64) if out is None else out)
+        if pattern.shape[0] != 0:  # the pattern wins over length_probs (checked all the same)
+            return coarsen(y, pattern)
+        if L:
             u = rng.random() * total
             k = 0
             acc = length_probs[0]
@@ -164,8 +180,10 @@ class PartialRanking(pm.Discrete):
     data" (``docs/guide/preferences_data.md``).
 
     ========  ==========================================================================
-    Support   rank-form orders (above); draws are complete or top-k (never tied)
+    Support   rank-form orders (above); draws are complete or top-k, or of the ``pattern``
+              (top-k and tied)
     Mode      ``support_point``: the max-weight matching of ``W`` as a complete order
+              (coarsened to ``pattern`` when given)
     ========  ==========================================================================
 
     Parameters
@@ -194,6 +212,21 @@ class PartialRanking(pm.Discrete):
         count as ranked), so it is the log-probability of the draws; ``k = M - 1`` and
         ``k = M`` are different lengths of the same event. Without it, draws are complete
         rankings and the logp is that of the observed partial order alone.
+    pattern : tensor_like of int, shape (..., M), optional
+        Draws only (``logp`` ignores it): per row, a rank-form order whose positions the draw
+        keeps (its number of ranked items and its tie blocks). A draw is a complete ranking
+        from the model coarsened to it: the item at complete position ``j`` gets the ``j``-th
+        smallest value of the pattern, unranked (``-1``) counted as last
+        (:mod:`pm_perm.kernels.patterns`), so it has the probability of that tied or top-k
+        order under the model. Rows must be valid rank form (the draws raise ``ValueError``
+        otherwise; a constant pattern is checked by ``dist``). Takes precedence over
+        ``length_probs`` for the draws (``length_probs`` is still checked, and still enters
+        ``logp``).
+    keep_pattern : bool, default True
+        Model level only (``PartialRanking(name, ..., observed=...)``): without a ``pattern``,
+        the observed value is the pattern, so ``pm.sample_posterior_predictive`` draws each
+        replicated ballot with its observed ballot's length and ties. ``False``: draws as
+        without ``pattern``.
 
     Notes
     -----
@@ -224,14 +257,15 @@ class PartialRanking(pm.Discrete):
     rv_type = PartialRankingRV
     rv_op = partial_ranking
 
-    def __new__(cls, name, *args, observed=None, **kwargs):
+    def __new__(cls, name, *args, observed=None, keep_pattern=True, **kwargs):
         check_observed_orders("PartialRanking", observed, _check_observed, "logits", 2, args,
                               kwargs)
         args, kwargs, observed = ballot_arguments("PartialRanking", name, args, kwargs, observed)
+        kwargs = observed_pattern(observed, keep_pattern, kwargs, len(args))
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
-    def dist(cls, logits, weights=None, length_probs=None, **kwargs):
+    def dist(cls, logits, weights=None, length_probs=None, pattern=None, **kwargs):
         logits = pt.as_tensor_variable(logits)
         if logits.type.ndim < 2:
             raise ValueError(f"logits must have shape (..., M, M); got ndim={logits.type.ndim}")
@@ -262,15 +296,16 @@ class PartialRanking(pm.Discrete):
         L = length_probs.type.shape[-1]
         if m0 is not None and L is not None and L not in (0, m0 + 1):
             raise ValueError(f"length_probs must have M + 1 = {m0 + 1} entries (k = 0..M); got {L}")
-        return super().dist([logits, weights, length_probs], **kwargs)
+        pattern = pattern_input(pattern, m0, "PartialRanking")
+        return super().dist([logits, weights, length_probs, pattern], **kwargs)
 
-    def support_point(rv, size, logits, weights, length_probs):
-        mode = max_weight_matching(logits)
+    def support_point(rv, size, logits, weights, length_probs, pattern):
+        mode = pattern_support_point(max_weight_matching(logits), pattern)  # the draws' support
         if not rv_size_is_none(size):
             return pt.broadcast_to(mode, (*size, logits.shape[-1]))
         return pt.broadcast_to(mode, rv.shape)
 
-    def logp(value, logits, weights, length_probs):
+    def logp(value, logits, weights, length_probs, pattern):
         # one row per ballot (weights=counts in a model): computed on the distinct orders
         shared = all(logits.type.broadcastable[:-2] + length_probs.type.broadcastable[:-1])
         return ballot_logp(value, lambda rows: PartialRanking._logp_rows(

@@ -18,6 +18,13 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import select_last
+from pm_perm.distributions._patterns import (
+    coarsen_draws,
+    coarsen_numba,
+    observed_pattern,
+    pattern_input,
+    pattern_support_point,
+)
 from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
 from pm_perm.kernels._version import code_version
@@ -49,25 +56,33 @@ def _check_weights_np(weights):
 
 
 class PlackettLuceRV(IntegerRV):
-    """Exact PL draws: utilities (..., M), weights (...), length_probs (..., L) -> (..., M) int64.
+    """Exact PL draws: utilities (..., M), weights (...), length_probs (..., L), pattern (..., P)
+    -> (..., M) int64.
 
     ``length_probs`` of length 0 means complete rankings; weights do not affect draws (they
-    multiply the log-probability) but are checked like in ``logp``.
+    multiply the log-probability) but are checked like in ``logp``. A ``pattern`` of length M
+    (P = M; P = 0: none) coarsens each complete draw to it (:mod:`pm_perm.kernels.patterns`)
+    and takes precedence over ``length_probs`` (still checked).
     """
 
     name = "plackett_luce"
-    signature = "(m),(),(l)->(m)"
+    signature = "(m),(),(l),(p)->(m)"
     dist_name = "PlackettLuce"
 
     @classmethod
-    def rng_fn(cls, rng, utilities, weights, length_probs, size):
+    def rng_fn(cls, rng, utilities, weights, length_probs, pattern, size):
         u = np.asarray(utilities, dtype=np.float64)
         w = _check_weights_np(weights)
         lp = np.asarray(length_probs, dtype=np.float64)
+        pattern = np.asarray(pattern)
         if size is None:
-            size = np.broadcast_shapes(u.shape[:-1], w.shape, lp.shape[:-1])
-        return sample_plackett_luce(u, size=size, rng=rng,
-                                    length_probs=lp if lp.shape[-1] else None)
+            size = np.broadcast_shapes(u.shape[:-1], w.shape, lp.shape[:-1], pattern.shape[:-1])
+        if pattern.shape[-1] == 0:
+            return sample_plackett_luce(u, size=size, rng=rng,
+                                        length_probs=lp if lp.shape[-1] else None)
+        if lp.shape[-1]:
+            check_length_probs(lp, u.shape[-1])
+        return coarsen_draws(sample_plackett_luce(u, size=size, rng=rng), pattern, cls.dist_name)
 
 
 plackett_luce = PlackettLuceRV()
@@ -78,7 +93,8 @@ plackett_luce = PlackettLuceRV()
 _DRAW = extern.extern_kernel(
     "pm_perm_plackett_luce_draw_kernel",
     types.int64(types.CPointer(types.uint64), types.CPointer(types.float64), types.intp,
-                types.CPointer(types.float64), types.intp, types.CPointer(types.int64)),
+                types.CPointer(types.float64), types.intp, types.intp,
+                types.CPointer(types.int64)),
     make_plackett_luce_draw_kernel(_VERSION),
 )
 
@@ -96,20 +112,24 @@ _BAD_WEIGHTS = len(PL_DRAW_ERRORS)
 @numba_core_rv_funcify.register(PlackettLuceRV)
 def _numba_plackett_luce(op, node):
     kernel = _DRAW().external
+    coarsen = coarsen_numba()
 
     @numba_basic.numba_njit
-    def core_draw(rng, utilities, weights, length_probs, out=None):
+    def core_draw(rng, utilities, weights, length_probs, pattern, out=None):
         w = np.float64(weights)
         if not (np.isfinite(w) and w >= 0.0 and w == np.round(w)):
             raise _DrawError(_BAD_WEIGHTS)
         u, lp = np.ascontiguousarray(utilities), np.ascontiguousarray(length_probs)
+        cut = 1 if pattern.shape[0] == 0 else 0  # the pattern wins: coarsen a complete draw
         if out is None:
             out = np.empty(u.shape[0], dtype=np.int64)
         y = extern.c_contiguous_out(out)
         bitgen = extern.bitgen_of(rng)
-        status = kernel(bitgen.ctypes, u.ctypes, u.shape[0], lp.ctypes, lp.shape[0], y.ctypes)
+        status = kernel(bitgen.ctypes, u.ctypes, u.shape[0], lp.ctypes, lp.shape[0], cut,
+                        y.ctypes)
         if status != 0:
             raise _DrawError(status)
+        coarsen(y, pattern)
         return extern.copy_back(out, y)
 
     core_draw.handles_out = True
@@ -149,8 +169,9 @@ class PlackettLuce(pm.Discrete):
 
     ========  ==========================================================
     Support   rank-form orders (``docs/guide/preferences_data.md``); draws are complete rankings,
-              or top-k ballots when ``length_probs`` is given
-    Mode      items sorted by decreasing utility (with ``length_probs``: the top ``argmax k``)
+              top-k ballots when ``length_probs`` is given, or of the ``pattern``
+    Mode      items sorted by decreasing utility (with ``length_probs``: the top ``argmax k``;
+              with ``pattern``: coarsened to it)
     ========  ==========================================================
 
     Parameters
@@ -179,6 +200,21 @@ class PlackettLuce(pm.Discrete):
         Probabilities of ranking ``k = 0..M`` items. Given, draws are top-k ballots (draw a
         complete ranking, keep the first ``k ~ length_probs``) and ``logp`` adds
         ``log length_probs[k]`` with ``k`` the number of ranked items (a pmf over ballots).
+    pattern : tensor_like of int, shape (..., M), optional
+        Draws only (``logp`` ignores it): per row, a rank-form order whose positions the draw
+        keeps (its number of ranked items and its tie blocks). A draw is a complete ranking
+        from the model coarsened to it: the item at complete position ``j`` gets the ``j``-th
+        smallest value of the pattern, unranked (``-1``) counted as last
+        (:mod:`pm_perm.kernels.patterns`), so it has the probability of that tied or top-k
+        order under the model. Rows must be valid rank form (the draws raise ``ValueError``
+        otherwise; a constant pattern is checked by ``dist``). Takes precedence over
+        ``length_probs`` for the draws (``length_probs`` is still checked, and still enters
+        ``logp``).
+    keep_pattern : bool, default True
+        Model level only (``PlackettLuce(name, ..., observed=...)``): without a ``pattern``,
+        the observed value is the pattern, so ``pm.sample_posterior_predictive`` draws each
+        replicated ballot with its observed ballot's length and ties. ``False``: draws as
+        without ``pattern``.
 
     Notes
     -----
@@ -208,22 +244,23 @@ class PlackettLuce(pm.Discrete):
     rv_type = PlackettLuceRV
 
     @classmethod
-    def rv_op(cls, utilities, weights, length_probs, *, size=None, rng=None,
+    def rv_op(cls, utilities, weights, length_probs, pattern, *, size=None, rng=None,
               return_next_rng=False):
         if rng is None:
             rng = pt.random.shared_rng(seed=None)
-        next_rng, rv = plackett_luce(utilities, weights, length_probs, size=size, rng=rng,
-                                     return_next_rng=True)
+        next_rng, rv = plackett_luce(utilities, weights, length_probs, pattern, size=size,
+                                     rng=rng, return_next_rng=True)
         return (next_rng, rv) if return_next_rng else rv
 
-    def __new__(cls, name, *args, observed=None, **kwargs):
+    def __new__(cls, name, *args, observed=None, keep_pattern=True, **kwargs):
         check_observed_orders("PlackettLuce", observed, _check_observed, "utilities", 1, args,
                               kwargs)
         args, kwargs, observed = ballot_arguments("PlackettLuce", name, args, kwargs, observed)
+        kwargs = observed_pattern(observed, keep_pattern, kwargs, len(args))
         return super().__new__(cls, name, *args, observed=observed, **kwargs)
 
     @classmethod
-    def dist(cls, utilities, weights=None, length_probs=None, **kwargs):
+    def dist(cls, utilities, weights=None, length_probs=None, pattern=None, **kwargs):
         utilities = pt.as_tensor_variable(utilities)
         if utilities.type.ndim < 1:
             raise ValueError("utilities must have shape (..., M)")
@@ -242,18 +279,21 @@ class PlackettLuce(pm.Discrete):
             if not isinstance(length_probs, pt.Variable) and M is not None:
                 check_length_probs(length_probs, M)
             length_probs = pt.cast(pt.as_tensor_variable(length_probs), "float64")
-        return super().dist([utilities, weights, length_probs], **kwargs)
+        pattern = pattern_input(pattern, utilities.type.shape[-1], "PlackettLuce")
+        return super().dist([utilities, weights, length_probs, pattern], **kwargs)
 
-    def support_point(rv, size, utilities, weights, length_probs):
+    def support_point(rv, size, utilities, weights, length_probs, pattern):
         y = pt.argsort(pt.argsort(-utilities, axis=-1), axis=-1)
-        if length_probs.type.shape[-1] != 0:
+        if pattern.type.shape[-1] != 0:  # the pattern wins, as in the draws
+            y = pattern_support_point(y, pattern)
+        elif length_probs.type.shape[-1] != 0:
             k = pt.argmax(length_probs, axis=-1)
             y = pt.switch(pt.ge(y, k[..., None]), -1, y)
         if not rv_size_is_none(size):
             y = pt.broadcast_to(y, (*size, utilities.shape[-1]))
         return pt.cast(y, "int64")
 
-    def logp(value, utilities, weights, length_probs):
+    def logp(value, utilities, weights, length_probs, pattern):
         # one row per ballot (weights=counts in a model): computed on the distinct orders
         shared = all(utilities.type.broadcastable[:-1] + length_probs.type.broadcastable[:-1])
         return ballot_logp(value, lambda rows: PlackettLuce._logp_rows(

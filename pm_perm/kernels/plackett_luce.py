@@ -296,11 +296,13 @@ PL_DRAW_ERRORS = (
 
 
 @njit(cache=True)
-def draw_plackett_luce_into(rng, u, length_probs, y):
+def draw_plackett_luce_into(rng, u, length_probs, y, cut=True):
     """One exact draw into ``y`` (M,) int64 in rank form: a complete ranking by Gumbel-max,
     then, if ``length_probs`` (M + 1,) is not empty, only the first ``k ~ length_probs`` kept (the
-    rest -1). Returns 0, or the index in ``PL_DRAW_ERRORS`` of the input error (``y`` then not a
-    draw). The body of the C kernel of :func:`make_plackett_luce_draw_kernel`."""
+    rest -1); ``cut=False`` checks ``length_probs`` but keeps the complete ranking (for draws
+    coarsened to a pattern instead, :mod:`pm_perm.kernels.patterns`). Returns 0, or the index
+    in ``PL_DRAW_ERRORS`` of the input error (``y`` then not a draw). The body of the C kernel
+    of :func:`make_plackett_luce_draw_kernel`."""
     M = u.shape[0]
     if M == 0:
         return 5
@@ -324,6 +326,8 @@ def draw_plackett_luce_into(rng, u, length_probs, y):
         total += p
     if abs(total - 1.0) > 1e-6:
         return 4
+    if not cut:
+        return 0
     target = rng.random() * total
     k = 0
     acc = length_probs[0]
@@ -349,19 +353,21 @@ def sample_plackett_luce_core(rng, u, length_probs):
 
 def make_plackett_luce_draw_kernel(version):
     """Body of the C callable that PyTensor's draws of ``PlackettLuce`` call (``numba.cfunc``,
-    see :mod:`pm_perm.ops.extern`): ``draw_kernel(bitgen, u, m, length_probs, n_lengths, out)``
-    runs :func:`draw_plackett_luce_into` on the C-contiguous (m,) float64 utilities at ``u`` and
-    the (n_lengths,) length probabilities with the caller's random stream (numpy's ``bitgen_t``
+    see :mod:`pm_perm.ops.extern`): ``draw_kernel(bitgen, u, m, length_probs, n_lengths, cut,
+    out)`` runs :func:`draw_plackett_luce_into` on the C-contiguous (m,) float64 utilities at
+    ``u`` and the (n_lengths,) length probabilities (``cut`` non-zero: cut the draw after
+    ``k ~ length_probs`` items) with the caller's random stream (numpy's ``bitgen_t``
     at ``bitgen``, :mod:`pm_perm.kernels._bitgen`), writing the draw to the (m,) int64 array at
     ``out``; returns the status. ``version`` keys numba's cache as in
     :func:`pm_perm.kernels.permanent.make_log_permanent_kernel`.
     """
 
-    def draw_kernel(bitgen, u, m, length_probs, n_lengths, out):
+    def draw_kernel(bitgen, u, m, length_probs, n_lengths, cut, out):
         if version < 0:  # never true; referencing version puts it into numba's cache key
             return -1
         return draw_plackett_luce_into(generator_at(bitgen), carray(u, m),
-                                       carray(length_probs, n_lengths), carray(out, m))
+                                       carray(length_probs, n_lengths), carray(out, m),
+                                       cut != 0)
 
     return draw_kernel
 

@@ -18,6 +18,7 @@ from collections import Counter
 
 import numpy as np
 
+from pm_perm.kernels.patterns import coarsen_to_patterns
 from pm_perm.preferences.synthetic import draw_ballots
 
 __all__ = [
@@ -60,20 +61,23 @@ def _model_kwargs(family, params, weights):
     return {key: params, "mixture_weights": weights}
 
 
-def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False):
+def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False, patterns=None):
     """Posterior predictive complete rankings (or ballots): ``n_per_draw`` per draw, stacked.
 
-    With ``length_probs=True`` each ballot is truncated to a length drawn from that draw's
+    With ``patterns`` (n_per_draw, M) ballot ``b`` of each draw is a complete ranking coarsened
+    to ``patterns[b]`` (its length and tie blocks, :mod:`pm_perm.kernels.patterns`); else with
+    ``length_probs=True`` each ballot is truncated to a length drawn from that draw's
     ``length_probs`` (a replicated ballot); otherwise rankings are complete. Returns (S n, M).
     """
     _check_post(post, family)
     rng = np.random.default_rng(rng)
     out = []
     for s in range(post["params"].shape[0]):
-        lp = post["length_probs"][s] if length_probs else None
-        out.append(draw_ballots(n_per_draw, **_model_kwargs(family, post["params"][s],
-                                                             post["weights"][s]),
-                                length_probs=lp, rng=rng))
+        lp = post["length_probs"][s] if length_probs and patterns is None else None
+        y = draw_ballots(n_per_draw, **_model_kwargs(family, post["params"][s],
+                                                      post["weights"][s]),
+                         length_probs=lp, rng=rng)
+        out.append(y if patterns is None else coarsen_to_patterns(y, patterns))
     return np.concatenate(out)
 
 
@@ -207,7 +211,8 @@ def ballot_statistics(orders, counts=None):
         ``first`` (M,): share of ballots with each item first (a tie for first shares the
         ballot equally); ``lengths`` (M + 1,): share of ballots ranking k items;
         ``pairwise`` (M, M): share of ballots ranking i above j (i ranked, and j ranked lower
-        or not ranked; tied items are neither).
+        or not ranked; tied items are neither); ``tied`` (a 0-d array): share of ballots with
+        at least one tie (two ranked items at one position; unranked items are not a tie).
     """
     y = np.asarray(orders)
     c = np.ones(y.shape[0]) if counts is None else np.asarray(counts, dtype=np.float64)
@@ -218,8 +223,10 @@ def ballot_statistics(orders, counts=None):
     lengths = np.bincount(ranked.sum(axis=1), weights=c, minlength=M + 1)
     yy = np.where(ranked, y, M)  # unranked behave as "after everything ranked"
     above = ranked[:, :, None] & (yy[:, :, None] < yy[:, None, :])
+    s = np.sort(y, axis=1)
+    tied = ((s[:, 1:] == s[:, :-1]) & (s[:, 1:] >= 0)).any(axis=1)
     return {"first": c @ first / N, "lengths": lengths / N,
-            "pairwise": np.tensordot(c, above, axes=1) / N}
+            "pairwise": np.tensordot(c, above, axes=1) / N, "tied": np.asarray(c @ tied / N)}
 
 
 def replicated_statistics(ballots):
@@ -235,8 +242,8 @@ def replicated_statistics(ballots):
     Returns
     -------
     dict of arrays
-        ``first`` (R, M), ``lengths`` (R, M + 1), ``pairwise`` (R, M, M); R = the product of
-        the leading dimensions.
+        ``first`` (R, M), ``lengths`` (R, M + 1), ``pairwise`` (R, M, M), ``tied`` (R,); R =
+        the product of the leading dimensions.
 
     Raises
     ------
@@ -257,11 +264,14 @@ def replicated_statistics(ballots):
     return {k: np.stack([r[k] for r in reps]) for k in reps[0]}
 
 
-def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None):
+def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None, patterns=None):
     """Replicated data sets (same number of ballots) and their :func:`ballot_statistics`.
 
     Each replication uses one posterior draw (cycling through a random permutation of the
-    draws): ballot lengths from its ``length_probs``, orders from its model. This is the
+    draws): orders from its model, each ballot coarsened to its row of ``patterns``
+    (n_rankings, M) (the observed ballots: each replicated ballot keeps an observed ballot's
+    length and ties, :mod:`pm_perm.kernels.patterns`), or without ``patterns`` with lengths
+    from the draw's ``length_probs`` and no ties. This is the
     predictive of a MAP point (S = 1) or of posterior arrays; from a PyMC posterior, the
     ballots of :func:`pm_perm.preferences.posterior.predictive_ballots` (through
     ``pm.sample_posterior_predictive`` for one component) give the same statistics via
@@ -270,18 +280,27 @@ def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None):
     Returns
     -------
     dict of arrays
-        ``first`` (n_reps, M), ``lengths`` (n_reps, M + 1), ``pairwise`` (n_reps, M, M).
+        ``first`` (n_reps, M), ``lengths`` (n_reps, M + 1), ``pairwise`` (n_reps, M, M),
+        ``tied`` (n_reps,).
 
     Raises
     ------
     ValueError
         ``family`` is not a valid name or ``post`` does not match it; ``n_reps`` is not a
-        positive integer.
+        positive integer; ``patterns`` are not ``n_rankings`` rank-form rows of M items.
     """
     _check_post(post, family)
     if isinstance(n_reps, bool) or not isinstance(n_reps, int | np.integer) or n_reps < 1:
         raise ValueError(f"n_reps must be a positive integer (replicated data sets), got "
                          f"{n_reps!r}")
+    if patterns is not None:
+        from pm_perm.kernels.rank_form import validate_orders
+
+        M = np.shape(post["params"])[-1]
+        patterns = validate_orders(patterns, M, name="patterns")
+        if patterns.shape[0] != n_rankings:
+            raise ValueError(f"patterns must have one row per replicated ballot ({n_rankings}); "
+                             f"got {patterns.shape[0]}")
     rng = np.random.default_rng(rng)
     S = post["params"].shape[0]
     which = rng.permutation(np.resize(rng.permutation(S), n_reps))
@@ -289,24 +308,28 @@ def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None):
     for s in which:
         one = {k: v[s:s + 1] for k, v in post.items()}
         reps.append(ballot_statistics(sample_rankings(one, family, n_rankings, rng=rng,
-                                                      length_probs=True)))
+                                                      length_probs=True, patterns=patterns)))
     return {k: np.stack([r[k] for r in reps]) for k in reps[0]}
 
 
 def ppc_summary(data, post=None, family=None, *, n_reps=100, interval=0.9, rng=None,
-                replicated=None):
+                replicated=None, keep_pattern=True):
     """Observed statistics against the replicated ones (posterior predictive checks).
 
     Replications: ``replicated``, either posterior predictive ballots (..., n, M) (e.g.
     :func:`pm_perm.preferences.posterior.predictive_ballots`) or their
     :func:`replicated_statistics`; otherwise ``n_reps`` data sets of ``data.n_rankings`` ballots
-    drawn from ``post`` / ``family`` (:func:`posterior_predictive`). Replicated data sets should
+    drawn from ``post`` / ``family`` (:func:`posterior_predictive`), each ballot keeping an
+    observed ballot's pattern (length and ties) with ``keep_pattern`` (default; the lengths
+    and the tie share then equal the observed ones, and the checks are of the orders given
+    them), else with lengths from ``length_probs`` and no ties. Replicated data sets should
     have as many ballots as the data, or the bands are too wide (or narrow).
 
     Returns
     -------
     dict
-        For each statistic (``first``, ``lengths``, ``pairwise``): ``observed``, replicated
+        For each statistic (``first``, ``lengths``, ``pairwise``, ``tied``: see
+        :func:`ballot_statistics`): ``observed``, replicated
         ``mean``, ``lower``/``upper`` (central ``interval``) and ``p_value`` (two-sided
         posterior predictive p-value per entry: 2 min(P(rep >= obs), P(rep <= obs)), capped at 1).
 
@@ -315,8 +338,8 @@ def ppc_summary(data, post=None, family=None, *, n_reps=100, interval=0.9, rng=N
     ValueError
         Neither ``post``/``family`` nor ``replicated`` given; ``interval`` not in (0, 1);
         ``n_reps`` not a positive integer; replicated ballots not in rank form or not of the
-        data's M items; a statistics dict missing ``first``, ``lengths`` or ``pairwise`` or
-        with the wrong shapes.
+        data's M items; a statistics dict missing ``first``, ``lengths``, ``pairwise`` or
+        ``tied`` or with the wrong shapes.
     """
     if not 0.0 < interval < 1.0:
         raise ValueError(f"interval must be in (0, 1) (the central share of the replicated "
@@ -326,7 +349,12 @@ def ppc_summary(data, post=None, family=None, *, n_reps=100, interval=0.9, rng=N
         if post is None or family is None:
             raise ValueError("give post= and family= (draw replications) or replicated= "
                              "(posterior predictive ballots or their statistics)")
-        rep = posterior_predictive(post, family, data.n_rankings, n_reps=n_reps, rng=rng)
+        if keep_pattern not in (True, False):
+            raise ValueError(f"keep_pattern must be True or False; got {keep_pattern!r}")
+        patterns = (np.repeat(np.asarray(data.orders), np.asarray(data.counts, dtype=np.int64),
+                              axis=0) if keep_pattern else None)
+        rep = posterior_predictive(post, family, data.n_rankings, n_reps=n_reps, rng=rng,
+                                   patterns=patterns)
     elif isinstance(replicated, dict):
         rep = replicated
     else:
@@ -338,11 +366,12 @@ def ppc_summary(data, post=None, family=None, *, n_reps=100, interval=0.9, rng=N
     for k, o in obs.items():
         if k not in rep:
             raise ValueError(f"replicated statistics lack {k!r}; give a dict with 'first', "
-                             "'lengths' and 'pairwise' (replicated_statistics) or the ballots")
+                             "'lengths', 'pairwise' and 'tied' (replicated_statistics) or the "
+                             "ballots")
         shape = np.shape(rep[k])
         if shape[1:] != o.shape or shape[0] == 0:
-            dims = ", ".join(map(str, o.shape))
-            raise ValueError(f"replicated[{k!r}] must have shape (R, {dims}) with R >= 1 (the "
+            dims = "".join(f", {d}" for d in o.shape)
+            raise ValueError(f"replicated[{k!r}] must have shape (R{dims}) with R >= 1 (the "
                              f"data have {data.n_items} items); got {shape}")
     q = [(1 - interval) / 2, (1 + interval) / 2]
     out = {}

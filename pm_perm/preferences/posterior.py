@@ -6,8 +6,9 @@ The inputs are a :class:`~pm_perm.preferences.models.RankingModel` with its draw
 :func:`~pm_perm.preferences.models.posterior_params`.
 
 Posterior predictive. One component: ``pm.sample_posterior_predictive`` of the observed
-``"ballots"`` variable draws partial ballots (one per row of the ``pm.Data`` ``"orders"``);
-:func:`predictive_ballots` resizes the data to draw data sets as large as the data. A mixture's
+``"ballots"`` variable draws partial ballots (one per row of the ``pm.Data`` ``"orders"``, each
+with that row's pattern: its length and tie blocks); :func:`predictive_ballots` resizes the data
+to draw data sets as large as the data, one replicated ballot per observed ballot. A mixture's
 ballots are a ``pm.Potential``, which PyMC cannot draw from: :func:`predictive_ballots` draws them
 exactly from the posterior draws instead.
 
@@ -43,18 +44,29 @@ def _flat_draws(idata, draws, rng):
     return idx // D, idx % D
 
 
-def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch=20):
+def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch=20,
+                       keep_pattern=True):
     """Posterior predictive ballots: one replicated data set of ``n_ballots`` partial ballots
     per posterior draw.
 
-    One component: ``pm.sample_posterior_predictive`` of the observed ``"ballots"`` variable
-    (:class:`~pm_perm.PartialRanking` / :class:`~pm_perm.PlackettLuce` with ``length_probs``),
-    with the ``pm.Data`` ``"orders"`` and ``"counts"`` resized to ``n_ballots`` rows of count
-    1 for the call and restored after it. (Calling ``pm.sample_posterior_predictive(idata,
-    rm.model)`` directly draws one ballot per observed ballot, ``data.n_rankings`` per draw.)
-    A mixture (K > 1, a ``pm.Potential``, which PyMC cannot draw from): the same draws by
+    With ``keep_pattern`` (default) replicated ballot ``b`` has the PATTERN of observed ballot
+    ``b`` (its number of ranked items and its tie blocks; :mod:`pm_perm.kernels.patterns`): a
+    complete ranking drawn from the model, coarsened to that pattern. The replicated data sets
+    then have the data's length distribution and ties exactly, and check the orders given
+    them. With ``n_ballots`` other than the number of ballots, the patterns are those of
+    ``n_ballots`` ballots drawn from the data with replacement (seeded by ``seed``). With
+    ``keep_pattern=False`` a ballot ranks ``k ~ length_probs`` items and has no ties (the
+    model's own predictive of the ballot lengths).
+
+    One component, keeping patterns: ``pm.sample_posterior_predictive`` of the observed
+    ``"ballots"`` variable (:class:`~pm_perm.PartialRanking` / :class:`~pm_perm.PlackettLuce`,
+    whose draws keep the observed rows' patterns), with the ``pm.Data`` ``"orders"`` and
+    ``"counts"`` set to the ``n_ballots`` patterns with count 1 for the call and restored
+    after it. A mixture (K > 1, a ``pm.Potential``, which PyMC cannot draw from), or
+    ``keep_pattern=False``: the same draws by
     :func:`pm_perm.preferences.synthetic.draw_ballots` (component of each ballot from the draw's
-    mixture weights, then an exact draw from that component, cut after ``k ~ length_probs``).
+    mixture weights, then an exact draw from that component, coarsened to the pattern or cut
+    after ``k ~ length_probs``).
 
     Parameters
     ----------
@@ -70,35 +82,44 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
     batch : int
         Posterior draws per ``pm.sample_posterior_predictive`` call (bounds the memory of the
         int64 draws: ``batch * n_ballots * M`` entries).
+    keep_pattern : bool, default True
+        Replicate each observed ballot's pattern (above); False: lengths from ``length_probs``.
 
     Returns
     -------
     ndarray of int8, shape (draws, n_ballots, M)
         Rank form (``-1`` = not ranked), one row per ballot.
     """
+    if keep_pattern not in (True, False):
+        raise ValueError(f"keep_pattern must be True or False; got {keep_pattern!r}")
     rng = np.random.default_rng(seed)
     data, M = rm.data, rm.data.n_items
     N = int(data.n_rankings if n_ballots is None else n_ballots)
     chains, steps = _flat_draws(idata, draws, rng)
-    if rm.components > 1:
+    patterns = _ballot_patterns(data, N, rng) if keep_pattern else None
+    if rm.components > 1 or not keep_pattern:
+        from pm_perm.kernels.patterns import coarsen_to_patterns
         from pm_perm.preferences.synthetic import draw_ballots
 
         post = idata["posterior"]
         name = param_name(rm.family)
         key = "utilities" if rm.family == "plackett-luce" else "logits"
-        return np.stack([draw_ballots(
-            N, **{key: post[name].values[c, d]},
-            mixture_weights=post["mixture_weights"].values[c, d],
-            length_probs=post["length_probs"].values[c, d], rng=rng).astype(np.int8)
-            for c, d in zip(chains, steps, strict=True)])
+        out = []
+        for c, d in zip(chains, steps, strict=True):
+            w = post["mixture_weights"].values[c, d] if rm.components > 1 else None
+            lp = None if keep_pattern else post["length_probs"].values[c, d]
+            y = draw_ballots(N, **{key: post[name].values[c, d]}, mixture_weights=w,
+                             length_probs=lp, rng=rng)
+            out.append((y if patterns is None else coarsen_to_patterns(y, patterns))
+                       .astype(np.int8))
+        return np.stack(out)
     import xarray as xr
 
     post = idata["posterior"]
     post = post.to_dataset() if hasattr(post, "to_dataset") else post
     out = []
     with rm.model:
-        pm.set_data({"orders": np.full((N, M), -1, dtype=np.int64), "counts": np.ones(N)},
-                    coords={"order": np.arange(N)})
+        pm.set_data({"orders": patterns, "counts": np.ones(N)}, coords={"order": np.arange(N)})
         try:
             for start in range(0, chains.size, batch):
                 sel = slice(start, start + batch)
@@ -115,6 +136,17 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
             pm.set_data({"orders": data.orders, "counts": data.counts.astype(np.float64)},
                         coords={"order": np.arange(data.n_distinct)})
     return np.concatenate(out)
+
+
+def _ballot_patterns(data, n, rng):
+    """The patterns of ``n`` replicated ballots (n, M): the data's ballots, one row per ballot,
+    when ``n`` is their number; else ``n`` of them drawn with replacement."""
+    counts = np.asarray(data.counts, dtype=np.int64)
+    if n == int(counts.sum()):
+        rows = np.repeat(np.arange(counts.size), counts)
+    else:
+        rows = rng.choice(counts.size, size=n, p=counts / counts.sum())
+    return np.ascontiguousarray(np.asarray(data.orders, dtype=np.int64)[rows])
 
 
 def _component_marginals(family, params):

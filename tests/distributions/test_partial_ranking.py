@@ -165,7 +165,8 @@ def test_draws_validate_parameters_as_logp():
         with pytest.raises(ValueError, match="weights must be non-negative integers"):
             pm.draw(d, givens={w: np.array([1.0, 0.5])}, mode=mode)
     with pytest.raises(ValueError, match="length_probs must be a simplex"):
-        PartialRankingRV.rng_fn(np.random.default_rng(0), W, np.float64(1), -np.ones(4), None)
+        PartialRankingRV.rng_fn(np.random.default_rng(0), W, np.float64(1), -np.ones(4),
+                                np.zeros(0, dtype=np.int64), None)  # no pattern
 
 
 def test_bad_parameters_in_logp():
@@ -220,7 +221,7 @@ def test_rng_fn_refuses_non_finite_weights():
     # the symbolic paths: test_conformance.py, test_non_finite_symbolic_weights_refused_...
     with pytest.raises(ValueError, match="weights must be non-negative integers"):
         PartialRankingRV.rng_fn(np.random.default_rng(0), np.zeros((3, 3)), np.float64(np.inf),
-                                np.zeros(0), None)
+                                np.zeros(0), np.zeros(0, dtype=np.int64), None)
 
 
 def test_m_zero_refused_at_dist():

@@ -69,6 +69,8 @@ GRAPHS = [
      ["pm_perm_permutation_draw_kernel"]),
     ("draw PlackettLuce", [U], [U0], [PlackettLuce.dist(U, length_probs=np.full(5, 0.2))],
      ["pm_perm_plackett_luce_draw_kernel"]),
+    ("draw with a pattern", [U], [U0], [PlackettLuce.dist(U, pattern=[0, 0, 2, -1])],
+     ["pm_perm_plackett_luce_draw_kernel", "pm_perm_coarsen_kernel"]),
     ("draw cardinality", [U], [U0],
      [ConditionalBernoulli.dist(U, 2), NChooseK.dist(U, np.full(5, 0.2)),
       OrdinalNChooseK.dist(U, counts=[2, 1, 1])],

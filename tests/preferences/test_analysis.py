@@ -136,7 +136,7 @@ def test_ppc_calibrated_at_the_true_parameters():
     data = simulate_rankings(3000, logits=W[0], length_probs=lp, rng=5)
     post = {"params": W[None], "weights": np.ones((1, 1)), "length_probs": lp[None]}
     out = ppc_summary(data, post, "full", n_reps=200, rng=6)
-    assert set(out) == {"first", "lengths", "pairwise"}
+    assert set(out) == {"first", "lengths", "pairwise", "tied"}
     # the data come from the model: observed statistics fall in the 90% intervals about 90%
     # of the time (entries are dependent; 50% is far below any plausible outcome)
     inside = np.concatenate([((o["observed"] >= o["lower"]) & (o["observed"] <= o["upper"]))
