@@ -195,9 +195,10 @@ def test_predictive_of_an_observed_variable_keeps_each_rows_pattern(family):
         pp = pm.sample_posterior_predictive(idata, random_seed=2, progressbar=False)
         prior = pm.sample_prior_predictive(draws=20, random_seed=3)
     y = pp.posterior_predictive["y"].values
-    assert y.shape == (1, 30, 6, 5)
-    assert _same_pattern(y, TIED)
-    assert _same_pattern(prior.prior_predictive["y"].values, TIED)
+    ballots = np.repeat(TIED, counts.astype(int), axis=0)  # weights=counts: one row per ballot
+    assert y.shape == (1, 30, ballots.shape[0], 5)
+    assert _same_pattern(y, ballots)
+    assert _same_pattern(prior.prior_predictive["y"].values, ballots)
     with build(keep_pattern=False):
         y = pm.sample_posterior_predictive(idata, random_seed=2, progressbar=False)
     s = np.sort(y.posterior_predictive["y"].values, axis=-1)
