@@ -1,6 +1,7 @@
 """PyMC distributions (value conventions in each class docstring)."""
 
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulli
+from pm_perm.distributions.mixture import RankingMixture, mixture_memberships
 from pm_perm.distributions.n_choose_k import NChooseK
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
 from pm_perm.distributions.partial_ranking import PartialRanking
@@ -15,5 +16,7 @@ __all__ = [
     "PartialRanking",
     "PermutationExpFamily",
     "PlackettLuce",
+    "RankingMixture",
     "edge_logits",
+    "mixture_memberships",
 ]
