@@ -25,13 +25,16 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
+from pymc.distributions.distribution import _support_point, support_point
 from pymc.distributions.mixture import Mixture, MixtureRV
+from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.logprob.abstract import _logprob, _logprob_helper
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 from pytensor.scalar.basic import Cast
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.extra_ops import Repeat
+from pytensor.tensor.random.utils import normalize_size_param
 from pytensor.tensor.shape import SpecifyShape
 
 from pm_perm.distributions.partial_ranking import PartialRankingRV
@@ -89,10 +92,41 @@ def _per_ballot(ll_distinct, counts):
 # --- the distribution ------------------------------------------------------------------------
 
 class RankingMixtureRV(MixtureRV):
-    """``pm.Mixture``'s draws (a categorical component index, then that component's draw) for
-    pm_perm's ranking components; its own log-probability (:func:`_ranking_mixture_logp`)."""
+    """Draws: the component of each row from ``w`` (inverse CDF of one uniform), then that
+    component's draw; its own log-probability (:func:`_ranking_mixture_logp`).
+
+    ``pm.Mixture``'s draw graph with the component index drawn from a uniform instead of
+    ``pt.random.categorical``, whose JAX implementation in PyTensor 3.3 samples from
+    ``softmax(logit(w))`` instead of ``w`` (e.g. 0.775 for ``w = (0.65, 0.35)``).
+    """
 
     _print_name = ("RankingMixture", "\\operatorname{RankingMixture}")
+
+    @classmethod
+    def rv_op(cls, weights, *components, size=None):
+        rng = pt.random.shared_rng(seed=None)
+        size = normalize_size_param(size)
+        if rv_size_is_none(size):
+            shape = tuple(pt.broadcast_shape(*components))
+            size = shape[:-1]
+        components = cls._resize_components(size, *components)
+        stacked = pt.stack(components, axis=-2)  # (..., K, M)
+        w = pt.broadcast_to(weights, stacked.shape[:-1])  # (..., K)
+        next_rng, u = pt.random.uniform(size=w.shape[:-1], rng=rng, return_next_rng=True)
+        cdf = pt.cumsum(w, axis=-1)
+        k = pt.sum(pt.lt(cdf[..., :-1], (u * cdf[..., -1])[..., None]), axis=-1)
+        out = pt.take_along_axis(stacked, k[..., None, None], axis=-2)[..., 0, :]
+        comps_s = ",".join("(s0)" for _ in components)
+        return cls(inputs=[rng, weights, *components], outputs=[next_rng, out],
+                   extended_signature=f"[rng],(w),{comps_s}->[rng],(s0)",
+                   )(rng, weights, *components)
+
+
+@_support_point.register(RankingMixtureRV)
+def _ranking_mixture_support_point(op, rv, rng, weights, *components):
+    """The support point of the heaviest component (an average of orders is not an order)."""
+    points = pt.stack([support_point(c) for c in components], axis=0)
+    return points[pt.argmax(weights, axis=-1)]
 
 
 def _component_logps(components, rows):
