@@ -213,9 +213,10 @@ class RankingMixture(Mixture):
     -----
     Draws: the component of each row from ``w``, then that component's exact draw. Cost of the
     log-probability: each component's on the (distinct) rows, e.g. O(M 2^M + n M) for
-    ``PartialRanking`` components. The likelihood is symmetric in the component labels: break
-    the symmetry of the initial point (different initial values per component) so that an
-    optimiser does not stay where every component is the same, and relabel the draws
+    ``PartialRanking`` components. The likelihood is symmetric in the component labels: an
+    optimiser started where every component is the same (e.g. ``pm.find_MAP`` without jitter
+    from the prior means) stays on that saddle (:func:`pm_perm.inference.check_find_map`
+    refuses it; start from jittered points), and draws need relabelling
     (:func:`pm_perm.preferences.posterior.relabel_components`).
     Membership probabilities: :func:`mixture_memberships`.
 

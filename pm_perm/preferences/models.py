@@ -30,10 +30,12 @@ Mixtures are marginalised exactly over each ballot's component:
 component labels. Label switching is handled where pm_perm returns draws: :func:`fit_nuts`
 relabels them (:func:`pm_perm.preferences.posterior.relabel_components`) whatever the sampler
 (nutpie, PyMC, numpyro, blackjax); draws from a plain ``pm.sample`` call need that function
-applied. MAP: the components' initial values differ (``u_raw`` / ``theta``), so ``pm.find_MAP``
-does not start on the symmetric saddle where every component is the one-component fit;
-:func:`fit_map` adds jittered multi-start, and
-:func:`pm_perm.inference.check_find_map` refuses an optimum whose components are identical.
+applied. MAP: the model's initial point (PyMC's: the prior means) has identical components,
+the symmetric saddle where every component is the one-component fit, and ``pm.find_MAP``
+without jitter stays there; :func:`pm_perm.inference.check_find_map` refuses such an optimum,
+naming :func:`fit_map`, whose jittered multi-start breaks the symmetry. (Component-specific
+initial values cannot be built in: PyMC cannot rewrite a model with ``initval`` s, so
+``pm.compute_log_likelihood`` and ``pm.sample_posterior_predictive`` would fail on it.)
 
 The number of items a ballot ranks is itself a count: ``length_probs ~ Dirichlet(1)`` over
 ``k = 0..M`` ranked items, observed through the ballots' lengths. It is independent of the
@@ -203,8 +205,7 @@ def _utilities(data, components, prior_sigma, item_features):
     ``B`` the Helmert basis (:func:`zero_sum_basis`): ``u ~ ZeroSumNormal(prior_sigma)``."""
     K, M = components, data.n_items
     if item_features is None:
-        z = pm.Normal("u_raw", 0.0, prior_sigma, dims=("component", "item_basis"),
-                      initval=_spread_initval(K, M - 1) if K > 1 else None)
+        z = pm.Normal("u_raw", 0.0, prior_sigma, dims=("component", "item_basis"))
         return pm.Deterministic("u", _zero_sum_rows(z, zero_sum_basis(M)),
                                 dims=("component", "item"))
     X = np.asarray(item_features, dtype=np.float64)
@@ -215,8 +216,7 @@ def _utilities(data, components, prior_sigma, item_features):
     if np.any(np.abs(Xc).max(axis=0) == 0):
         raise ValueError("item_features has a constant column: it is not identified (a shift "
                          "of every utility changes no probability); drop it")
-    theta = pm.Normal("theta", 0.0, prior_sigma, shape=(K, X.shape[1]),
-                      initval=_spread_initval(K, X.shape[1]) if K > 1 else None)
+    theta = pm.Normal("theta", 0.0, prior_sigma, shape=(K, X.shape[1]))
     return pm.Deterministic("u", pt.dot(theta, Xc.T), dims=("component", "item"))
 
 
@@ -267,14 +267,6 @@ def _mixture_likelihood(family, params, data, components, length_probs):
         comps = [PartialRanking.dist(params[k], length_probs=length_probs)
                  for k in range(components)]
     RankingMixture("ballots", w=w, comp_dists=comps, weights=counts, observed=orders)
-
-
-def _spread_initval(K, n):
-    """Initial values (K, n) that differ between components (rows ``±0.5 (k - (K-1)/2)`` times
-    an alternating sign pattern): the mixtures' initial point is not the symmetric saddle where
-    every component is the same (where ``pm.find_MAP`` without jitter would stay)."""
-    sign = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
-    return 0.5 * (np.arange(K) - (K - 1) / 2.0)[:, None] * sign[None, :]
 
 
 def plackett_luce_model(data, *, components=1, prior_sigma=3.0, item_features=None):
