@@ -223,12 +223,17 @@ class RankingMixture(Mixture):
     Examples
     --------
     >>> import numpy as np, pymc as pm, pm_perm
-    >>> from pm_perm.distributions import RankingMixture
+    >>> from pm_perm.distributions import RankingMixture, mixture_memberships
     >>> comps = [pm_perm.PlackettLuce.dist([2.0, 0.0, -2.0]),
     ...          pm_perm.PlackettLuce.dist([-2.0, 0.0, 2.0])]
     >>> y = RankingMixture.dist(w=[0.5, 0.5], comp_dists=comps)
-    >>> float(np.exp(pm.logp(y, [0, 1, 2]).eval())).__round__(4)   # (p_1 + p_2) / 2
-    0.4404
+    >>> p = float(np.exp(pm.logp(y, [0, 1, 2]).eval()))   # (p_1 + p_2) / 2
+    >>> p1 = np.exp(2) / (np.exp(2) + 1 + np.exp(-2)) / (1 + np.exp(-2))
+    >>> p2 = np.exp(-2) / (np.exp(2) + 1 + np.exp(-2)) / (1 + np.exp(2))
+    >>> round(p, 6), round(float(p1 + p2) / 2, 6)
+    (0.38269, 0.38269)
+    >>> mixture_memberships(y, [[0, 1, 2]]).eval().round(4).tolist()   # p(k | order)
+    [[0.9975, 0.0025]]
     """
 
     rv_type = RankingMixtureRV
