@@ -132,7 +132,16 @@ def _ranking_mixture_support_point(op, rv, rng, weights, *components):
 def _component_logps(components, rows):
     """(n, K) log-probabilities of the rows under each component, on the components' own
     parameters (one logits table per component, whatever the batch of the mixture)."""
-    return pt.stack([_logprob_helper(c, rows) for c in components], axis=-1)
+    return pt.stack([_logprob_helper(_unsized(c), rows) for c in components], axis=-1)
+
+
+def _unsized(component):
+    """The component without the mixture's size (its own parameters' batch only), so that its
+    logp is built on the rows it is given, nothing broadcast to the mixture's rows."""
+    node = component.owner
+    _, rv = node.op(*node.op.dist_params(node), rng=node.op.rng_param(node),
+                    return_next_rng=True)
+    return rv
 
 
 def _mixture_parts(weights, components, value):

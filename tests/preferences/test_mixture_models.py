@@ -132,3 +132,18 @@ def test_memberships_of_the_mixture_ballots_equal_brute_force(mixture):
     _, comps = mixture_loglik_enum("plackett-luce", u, w, ballots)
     joint = np.log(w)[:, None] + comps
     np.testing.assert_allclose(probs, np.exp(joint - logsumexp(joint, axis=0)).T, rtol=1e-10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sampler", ["numpyro", "blackjax"])
+def test_fit_nuts_relabels_the_jax_samplers_draws(mixture, sampler):
+    """fit_nuts with PyMC's JAX samplers: the mixture's ballots compile for JAX and the chains'
+    components agree after relabelling (every chain's component 0 is the same component)."""
+    pytest.importorskip(sampler)
+    data, rm = mixture
+    idata = rmod.fit_nuts(rm, sampler=sampler, draws=100, tune=100, chains=2, seed=1)
+    u = idata["posterior"]["u"].values  # (chain, draw, K, M)
+    first = u[:, :, 0, 0].mean(axis=1)  # item 0's utility in component 0, per chain
+    assert np.sign(first[0]) == np.sign(first[1]) and abs(first[0] - first[1]) < 0.5
+    w = idata["posterior"]["mixture_weights"].values.mean(axis=(0, 1))
+    assert sorted(w) == pytest.approx([0.35, 0.65], abs=0.1)
