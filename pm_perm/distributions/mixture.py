@@ -187,7 +187,7 @@ def mixture_memberships(rv, value):
     value = pt.as_tensor_variable(value)
     joint, counts = _mixture_parts(weights, components, value)
     probs = pt.exp(joint - pt.logsumexp(joint, axis=-1, keepdims=True))
-    return probs if counts is None else pt.repeat(probs, counts, axis=0)
+    return probs if counts is None else pt.repeat(probs, pt.cast(counts, "int64"), axis=0)
 
 
 class RankingMixture(Mixture):
