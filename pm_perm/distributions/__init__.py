@@ -2,6 +2,7 @@
 
 from pm_perm.distributions import _latent as _latent  # noqa: F401  (guards latent permutations)
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulli
+from pm_perm.distributions.mixture import RankingMixture, mixture_memberships
 from pm_perm.distributions.n_choose_k import NChooseK
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
 from pm_perm.distributions.partial_ranking import PartialRanking
@@ -16,5 +17,7 @@ __all__ = [
     "PartialRanking",
     "PermutationExpFamily",
     "PlackettLuce",
+    "RankingMixture",
     "edge_logits",
+    "mixture_memberships",
 ]

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 
 __all__ = [
+    "DEGENERATE_RTOL",
     "MapFitError",
     "STATIONARY_RTOL",
     "SamplingError",
@@ -74,8 +75,12 @@ def check_find_map(fit):
     When the optimiser stopped early (an iteration limit, a failed line search away from an
     optimum, a non-finite objective), ``pm.find_MAP`` warns and returns its last point all the
     same. This check applies :func:`check_optimum`'s rule to the optimiser result PyMC stores
-    with the fit (a failed L-BFGS-B line search at a stationary point is accepted). Cost: none
-    beyond reading that result.
+    with the fit (a failed L-BFGS-B line search at a stationary point is accepted). It also
+    refuses a degenerate mixture optimum: when the point has per-component variables (a
+    ``"component"`` dimension of length K > 1 and another dimension, as the mixtures of
+    :mod:`pm_perm.preferences` have) and every one of them is the same in all components (to
+    ``DEGENERATE_RTOL``), the optimiser sits on the symmetric saddle, not on the mixture's
+    mode. Cost: none beyond reading that result and the point.
 
     Parameters
     ----------
@@ -92,7 +97,9 @@ def check_find_map(fit):
     ------
     MapFitError
         The optimiser did not converge; the message gives scipy's status and message, the
-        iterations, the objective and the largest gradient component.
+        iterations, the objective and the largest gradient component. Or the point is a
+        degenerate mixture optimum (identical components); the message names the fix
+        (multi-start, ``fit_map(n_starts=...)``, jitter).
     ValueError
         ``fit`` has no optimiser result (a ``dict`` from ``return_inferencedata=False``, or
         another DataTree).
@@ -126,7 +133,41 @@ def check_find_map(fit):
         x=np.asarray(res["x"].values if "x" in res else np.nan, dtype=np.float64),
         jac=np.asarray(res["jac"].values if "jac" in res else np.nan, dtype=np.float64),
     ), what=f"pm.find_MAP ({item('method', 'optimiser')})")
+    _check_distinct_components(fit)
     return fit
+
+
+#: A MAP point's mixture components are "identical" when every per-component variable differs
+#: between components by at most this times ``max(1, its largest magnitude)``.
+DEGENERATE_RTOL = 1e-5
+
+
+def _check_distinct_components(fit, dim="component"):
+    """Raise :class:`MapFitError` when every per-component parameter of the MAP point (a
+    variable with the ``dim`` dimension, of length K > 1, and at least one more dimension of
+    its own; the weights, which have ``dim`` alone, are not one) is the same in all components:
+    the symmetric saddle of a mixture, not its mode."""
+    post = fit["posterior"] if "posterior" in getattr(fit, "children", {}) else None
+    if post is None:
+        return
+    names, same = [], []
+    for name, da in post.data_vars.items():
+        dims = [d for d in da.dims if d not in ("chain", "draw")]
+        if dim not in dims or len(dims) < 2 or da.sizes[dim] < 2:
+            continue
+        x = np.moveaxis(np.asarray(da.values, dtype=np.float64), da.dims.index(dim), 0)
+        scale = max(1.0, float(np.max(np.abs(x)))) if np.all(np.isfinite(x)) else np.inf
+        names.append(name)
+        same.append(bool(np.max(np.abs(x - x[:1])) <= DEGENERATE_RTOL * scale))
+    if names and all(same):
+        K = post.sizes[dim]
+        raise MapFitError(
+            f"pm.find_MAP returned a degenerate mixture optimum: the {K} components are "
+            f"identical ({', '.join(names)} equal across {dim!r} to {DEGENERATE_RTOL:g} "
+            "relative), the symmetric saddle where every component is the one-component fit, "
+            "not the mixture's mode. Start from points that break the symmetry: multi-start "
+            "(pm_perm.preferences.fit_map(rm, n_starts=...) for pm_perm's ranking models), or "
+            "pm.find_MAP(..., jitter=True) with several random_seed values, keeping the best")
 
 
 def check_lbfgs_memory(maxcor):

@@ -25,10 +25,17 @@ Identifiability: ``p(pi)`` is unchanged when a constant is added to a row or a c
 :func:`zero_sum_basis`), the full model's deviation from rank one is zero-sum over rows and over
 columns, and a learned ``c`` is pinned to run from 1 down to 0.
 
-Mixtures are marginalised exactly over each distinct order's component:
+Mixtures are marginalised exactly over each ballot's component:
 ``log p(order) = logsumexp_k(log w_k + log p_k(order))``. The likelihood is symmetric in the
-component labels; the model does not constrain them: :func:`fit_nuts` relabels its draws
-(:func:`pm_perm.preferences.posterior.relabel_components`).
+component labels. Label switching is handled where pm_perm returns draws: :func:`fit_nuts`
+relabels them (:func:`pm_perm.preferences.posterior.relabel_components`) whatever the sampler
+(nutpie, PyMC, numpyro, blackjax); draws from a plain ``pm.sample`` call need that function
+applied. MAP: the model's initial point (PyMC's: the prior means) has identical components,
+the symmetric saddle where every component is the one-component fit, and ``pm.find_MAP``
+without jitter stays there; :func:`pm_perm.inference.check_find_map` refuses such an optimum,
+naming :func:`fit_map`, whose jittered multi-start breaks the symmetry. (Component-specific
+initial values cannot be built in: PyMC cannot rewrite a model with ``initval`` s, so
+``pm.compute_log_likelihood`` and ``pm.sample_posterior_predictive`` would fail on it.)
 
 The number of items a ballot ranks is itself a count: ``length_probs ~ Dirichlet(1)`` over
 ``k = 0..M`` ranked items, observed through the ballots' lengths. It is independent of the
@@ -42,11 +49,13 @@ Likelihood. One component: the ballots are an observed :class:`~pm_perm.PartialR
 ``az.loo`` are per ballot and ``pm.sample_posterior_predictive`` draws one partial ballot per
 observed ballot, while the summed log-likelihood costs per distinct order. Its log density
 differs from a multinomial observation of the length counts only by the constant multinomial
-coefficient: the MAP is the same. K components: ``pm.Mixture`` would weight each component's
-log-probability by the count INSIDE the sum over components (wrong for counts), so the exact
-marginal is a ``pm.Potential`` ``"ballots"`` with the length counts a ``pm.Multinomial``
-``"ballot_lengths"`` (PyMC cannot draw from a Potential: the posterior predictive draws those
-ballots exactly from the posterior draws instead).
+coefficient: the MAP is the same. K components: an observed
+:class:`~pm_perm.distributions.RankingMixture` ``"ballots"`` of the components (with the shared
+``length_probs``) on the same ``pm.Data``, with ``weights=counts``: one row per BALLOT, so
+``pm.compute_log_likelihood`` has one entry per ballot (``az.loo`` / ``az.compare`` per ballot)
+and ``pm.sample_posterior_predictive`` draws one replicated ballot per observed ballot; its
+log-probability is computed on the distinct orders. (``pm.Mixture`` would weight each
+component's log-probability by the count INSIDE the sum over components.)
 """
 
 from __future__ import annotations
@@ -95,8 +104,9 @@ class RankingModel:
         ``mixture_weights`` (K > 1), ``length_probs``. Deterministics ``u`` (K, M) and ``W``
         (K, M, M; not for Plackett-Luce).
         K = 1: observed ``"ballots"`` (PartialRanking / PlackettLuce), one row per ballot (dim
-        ``"ballot"``), on the ``pm.Data`` ``"orders"`` and ``"counts"``; K > 1: the Potential
-        ``"ballots"`` and the observed ``"ballot_lengths"`` (see the module docstring).
+        ``"ballot"``), on the ``pm.Data`` ``"orders"`` and ``"counts"``; K > 1: the observed
+        ``RankingMixture`` ``"ballots"`` on the same ``pm.Data``, also one row per ballot (see
+        the module docstring).
     family : str
         One of ``FAMILIES``.
     components : int
@@ -223,10 +233,8 @@ def _likelihood(family, params, data, components):
     ``counts * (...)`` per distinct order), and ``pm.sample_posterior_predictive`` draws one
     partial ballot per observed ballot (a complete ranking cut after ``k ~ length_probs``
     items).
-    A mixture: the exact marginal ``sum counts * logsumexp_k(...)`` as a ``pm.Potential`` (no
-    PyMC mixture multiplies a count outside the sum over components), with the length counts
-    observed by a ``pm.Multinomial`` ``"ballot_lengths"``; its posterior predictive is
-    :func:`~pm_perm.preferences.posterior.predictive_ballots`.
+    A mixture: :func:`_mixture_likelihood`, the exact marginal
+    ``logsumexp_k(log w_k + log p_k(order) + log length_probs[k])`` per ballot.
     """
     M = data.n_items
     length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
@@ -247,16 +255,26 @@ def _likelihood(family, params, data, components):
             PartialRanking("ballots", logits=params[0], weights=counts,
                            length_probs=length_probs, observed=orders, dims=("ballot", "item"))
         return
-    lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
-    counts = pm.Data("counts", data.counts.astype(np.float64))
-    # float64: pm.Data stores integers as int32 (PyMC's intX), which wraps counts above 2^31
-    n_ballots = pm.Data("n_ballots", np.float64(data.n_rankings))
-    length_counts = pm.Data("length_counts", lengths.astype(np.float64), dims="length")
-    pm.Multinomial("ballot_lengths", n=pt.cast(n_ballots, "int64"), p=length_probs,
-                   observed=length_counts, dims="length")
+    _mixture_likelihood(family, params, data, components, length_probs)
+
+
+def _mixture_likelihood(family, params, data, components, length_probs):
+    """K > 1: the ballots are an observed :class:`~pm_perm.distributions.RankingMixture`
+    ``"ballots"`` of the components (``PlackettLuce`` / ``PartialRanking`` with the shared
+    ``length_probs``), one row per ballot (``weights=counts`` on the ``pm.Data`` ``"orders"``
+    and ``"counts"``), its log-probability computed on the distinct orders."""
+    from pm_perm.distributions import PartialRanking, PlackettLuce, RankingMixture
+
+    orders = pm.Data("orders", data.orders, dims=("order", "item"))
+    counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
     w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
-    ll = component_logliks(family, params, data.orders)
-    pm.Potential("ballots", pt.sum(counts * pt.logsumexp(pt.log(w)[:, None] + ll, axis=0)))
+    if family == "plackett-luce":
+        comps = [PlackettLuce.dist(params[k], length_probs=length_probs)
+                 for k in range(components)]
+    else:
+        comps = [PartialRanking.dist(params[k], length_probs=length_probs)
+                 for k in range(components)]
+    RankingMixture("ballots", w=w, comp_dists=comps, weights=counts, observed=orders)
 
 
 def plackett_luce_model(data, *, components=1, prior_sigma=3.0, item_features=None):
@@ -568,14 +586,16 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
 def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
              progressbar=False, sampler=None, **kwargs):
     """NUTS posterior (``pm.sample`` through :func:`pm_perm.inference.checked_sample`); mixture
-    draws are relabelled (:func:`~pm_perm.preferences.posterior.relabel_components`).
+    draws are relabelled (:func:`~pm_perm.preferences.posterior.relabel_components`) whatever
+    the sampler.
 
     ``sampler``: ``"nutpie"`` (the default when nutpie is installed: compiled NUTS, chains in
     threads, with nutpie's low-rank mass-matrix adaptation, which follows the strong
     correlations between the entries of ``W`` that a diagonal mass matrix cannot: on Meath about
-    half the leapfrog steps of the diagonal adaptation) or ``"pymc"`` (PyMC's NUTS, chains in
-    processes). Other keyword arguments go to ``pm.sample`` (e.g. ``cores``, or ``nuts=`` with
-    options of the NUTS implementation, such as nutpie's ``adaptation``). For large data use the
+    half the leapfrog steps of the diagonal adaptation), ``"pymc"`` (PyMC's NUTS, chains in
+    processes), ``"numpyro"`` or ``"blackjax"`` (PyMC's JAX samplers). Other keyword arguments
+    go to ``pm.sample`` (e.g. ``cores``, or ``nuts=`` with options of the NUTS implementation,
+    such as nutpie's ``adaptation``). For large data use the
     centred full model (``full_model(..., parametrization="centered")``).
 
     Returns
@@ -599,8 +619,11 @@ def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
                                                    **kwargs.get("nuts", {})})
     elif sampler == "pymc":
         kwargs.update(compute_convergence_checks=False)
+    elif sampler in ("numpyro", "blackjax"):
+        kwargs.update(nuts_sampler=sampler, compute_convergence_checks=False)
     else:
-        raise ValueError(f"sampler must be 'nutpie' or 'pymc'; got {sampler!r}")
+        raise ValueError("sampler must be 'nutpie', 'pymc', 'numpyro' or 'blackjax'; got "
+                         f"{sampler!r}")
     idata, _ = checked_sample(rm.model, var=param_name(rm.family), draws=draws, tune=tune,
                               chains=chains, random_seed=seed, target_accept=target_accept,
                               progressbar=progressbar, **kwargs)

@@ -65,6 +65,14 @@ INHERITED = {
     "own implementation",
 }
 
+#: SymbolicRandomVariables: PyTensor inlines their inner graph before compiling on either backend
+#: (the rewrite ``inline_SymbolicRandomVariable``), so they run on the implementations of the Ops
+#: inside it; test_the_symbolic_random_variables_compile_on_both_backends checks them.
+SYMBOLIC = {
+    "pm_perm.distributions.mixture.RankingMixtureRV": "a uniform for the component index, the "
+    "components' RandomVariables and take_along_axis",
+}
+
 #: Ops without a JAX implementation: none (pm_perm's RandomVariables draw through a host
 #: callback to their CPU samplers: pm_perm.backends.jax.random).
 NO_JAX: dict[str, str] = {}
@@ -119,7 +127,7 @@ def _has_jax(cls):
 
 
 def _missing(has, exceptions):
-    skip = {**NOT_IN_GRAPHS, **INHERITED, **exceptions}
+    skip = {**NOT_IN_GRAPHS, **INHERITED, **SYMBOLIC, **exceptions}
     return sorted(name for name, cls in OPS.items() if name not in skip and not has(cls))
 
 
@@ -188,3 +196,35 @@ def test_the_inherited_implementations_are_blockwise():
     for name in INHERITED:
         assert not _has_jax(OPS[name])
         assert jax_funcify.dispatch(OPS[name]) is jax_funcify.dispatch(Blockwise)
+
+
+def test_the_symbolic_random_variables_compile_on_both_backends():
+    """The SYMBOLIC Ops are SymbolicRandomVariables without a registration of their own, whose
+    draws compile on numba and JAX (the draws' distribution: tests/distributions)."""
+    import warnings
+
+    import numpy as np
+    import pymc as pm
+    from pymc.distributions.distribution import SymbolicRandomVariable
+
+    import pm_perm
+
+    for name in SYMBOLIC:
+        assert name in OPS
+        assert issubclass(OPS[name], SymbolicRandomVariable) and not _has_numba(OPS[name])
+    y = pm_perm.distributions.RankingMixture.dist(
+        w=[0.5, 0.5], comp_dists=[pm_perm.PlackettLuce.dist([1.0, 0.0, -1.0]),
+                                  pm_perm.PartialRanking.dist(np.eye(3))], size=4)
+    assert type(y.owner.op).__module__ + "." + type(y.owner.op).__qualname__ in SYMBOLIC
+    modes = ["NUMBA"]
+    try:
+        import jax  # noqa: F401
+        modes.append("JAX")
+    except ImportError:
+        pass
+    for mode in modes:
+        with warnings.catch_warnings():  # PyTensor: the shared RNG is copied into the JAX graph
+            warnings.filterwarnings("ignore", "The RandomType SharedVariables", UserWarning)
+            draws = np.asarray(pm.draw(y, random_seed=1, mode=mode))
+        assert draws.shape == (4, 3)
+        assert np.array_equal(np.sort(draws, axis=1), np.tile(np.arange(3), (4, 1)))

@@ -20,16 +20,15 @@ LENGTHS = [0.0, 0.3, 0.3, 0.0, 0.4]  # top-1, top-2 and complete ballots of 4 it
 def _potential(rm):
     """Compiled (point -> the order model's log-likelihood of all ballots, W or u, weights).
 
-    One component: the observed ``ballots``' logp less its ballot-length term (counts times
-    ``log length_probs[k]``); a mixture: the Potential ``ballots``."""
+    The observed ``ballots``' logp less its ballot-length term (counts times
+    ``log length_probs[k]``), for one component and for a mixture."""
     model = rm.model
     name = "u" if rm.family == "plackett-luce" else "W"
+    k = (rm.data.orders >= 0).sum(axis=1)
+    lengths = rm.data.counts @ pm.math.log(model["length_probs"][k])
+    outs = [model.logp(vars=[model["ballots"]]) - lengths, model[name]]
     if rm.components > 1:
-        outs = [model["ballots"], model[name], model["mixture_weights"]]
-    else:
-        k = (rm.data.orders >= 0).sum(axis=1)
-        lengths = rm.data.counts @ pm.math.log(model["length_probs"][k])
-        outs = [model.logp(vars=[model["ballots"]]) - lengths, model[name]]
+        outs.append(model["mixture_weights"])
     outs = model.replace_rvs_by_values(outs)  # the variables' values at the point, not draws
     return model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")
 
@@ -339,9 +338,8 @@ def test_predictive_ballots_goodness_of_fit(family, builder, K, keep_pattern):
     data = simulate_rankings(50, utilities=[1.0, 0.0, -1.0], length_probs=[0, .3, .3, .4],
                              rng=13)
     rm = builder(data, components=K)
-    with warnings.catch_warnings():  # a prior draw stands in for a posterior draw: a mixture's
-        warnings.filterwarnings("ignore", "The effect of Potentials")  # Potential is irrelevant
-        prior = pm.sample_prior_predictive(draws=1, model=rm.model, random_seed=14)["prior"]
+    # a prior draw stands in for a posterior draw
+    prior = pm.sample_prior_predictive(draws=1, model=rm.model, random_seed=14)["prior"]
     lp = np.array([0.1, 0.3, 0.2, 0.4])
     prior["length_probs"] = prior["length_probs"].copy(data=lp[None, None])
     ballots = rpost.predictive_ballots(rm, {"posterior": prior}, n_ballots=N, seed=15,
