@@ -29,14 +29,9 @@ from pymc.distributions.distribution import _support_point, support_point
 from pymc.distributions.mixture import Mixture, MixtureRV
 from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.logprob.abstract import _logprob, _logprob_helper
-from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Variable
-from pytensor.scalar.basic import Cast
-from pytensor.tensor.elemwise import Elemwise
-from pytensor.tensor.extra_ops import Repeat
 from pytensor.tensor.random.utils import normalize_size_param
-from pytensor.tensor.shape import SpecifyShape
 
+from pm_perm.distributions._ballots import distinct_rows, observed_ballots, per_ballot
 from pm_perm.distributions.partial_ranking import PartialRankingRV
 from pm_perm.distributions.plackett_luce import PlackettLuceRV
 
@@ -47,48 +42,6 @@ _COUNTS_MSG = "weights must be non-negative integers (ballots per distinct order
 
 
 # --- counts as one row per ballot ------------------------------------------------------------
-# Stand-in for engineer A's ``pm_perm.distributions._ballots`` (issue 53, part A), with the same
-# three names and meanings; at the merge these three functions are replaced by
-# ``from pm_perm.distributions._ballots import distinct_rows, observed_ballots, per_ballot``.
-
-def _observed_ballots(observed, weights):
-    """The observed value with counts: ``observed`` (n, M) rows repeated ``weights`` (n,)
-    times, one row per ballot (N = sum of the counts)."""
-    orders = observed if isinstance(observed, Variable) else pt.as_tensor_variable(
-        np.asarray(observed))
-    if orders.type.ndim != 2:
-        raise ValueError("with weights=counts, observed must be the distinct orders (n, M), one "
-                         f"count per row; got observed of ndim {orders.type.ndim}")
-    known = weights.get_value() if isinstance(weights, SharedVariable) else (
-        None if isinstance(weights, Variable) else np.asarray(weights))
-    if known is not None:
-        k = np.asarray(known, dtype=np.float64)
-        if k.ndim != 1 or not np.all(np.isfinite(k) & (k >= 0) & (k == np.round(k))):
-            raise ValueError(f"{_COUNTS_MSG}, one per observed order; got {np.ravel(known)[:5]}")
-    counts = pt.cast(pt.as_tensor_variable(weights), "int64")
-    return pt.repeat(pt.cast(orders, "int64"), counts, axis=0)
-
-
-def _distinct_rows(value):
-    """``(orders, counts)`` when ``value`` is an :func:`_observed_ballots` expansion (through
-    PyMC's integer casts and shape specifications), else None."""
-    while getattr(value, "owner", None) is not None and (
-            isinstance(value.owner.op, SpecifyShape)
-            or (isinstance(value.owner.op, Elemwise) and isinstance(value.owner.op.scalar_op, Cast)
-                and value.type.dtype in pt.type.int_dtypes
-                and value.owner.inputs[0].type.dtype in pt.type.int_dtypes)):
-        value = value.owner.inputs[0]
-    owner = getattr(value, "owner", None)
-    if owner is None or not isinstance(owner.op, Repeat) or owner.op.axis != 0:
-        return None
-    return tuple(owner.inputs)
-
-
-def _per_ballot(ll_distinct, counts):
-    """``ll_distinct[i]`` repeated ``counts[i]`` times (one value per ballot)."""
-    return pt.repeat(ll_distinct, counts, axis=0)
-
-
 # --- the distribution ------------------------------------------------------------------------
 
 class RankingMixtureRV(MixtureRV):
@@ -146,7 +99,7 @@ def _unsized(component):
 
 def _mixture_parts(weights, components, value):
     """``(log w + component logps (n, K), counts or None)`` on the distinct rows of ``value``."""
-    distinct = _distinct_rows(value)
+    distinct = distinct_rows(value)
     rows, counts = (value, None) if distinct is None else distinct
     return pt.log(weights) + _component_logps(components, rows), counts
 
@@ -157,7 +110,7 @@ def _ranking_mixture_logp(op, values, rng, weights, *components, **kwargs):
     joint, counts = _mixture_parts(weights, components, value)
     ll = pt.logsumexp(joint, axis=-1)
     if counts is not None:
-        ll = _per_ballot(ll, counts)
+        ll = per_ballot(ll, counts)
     return check_parameters(
         ll, pt.all(pt.ge(weights, 0)), pt.all(pt.le(weights, 1)),
         pt.all(pt.isclose(pt.sum(weights, axis=-1), 1)),
@@ -253,7 +206,7 @@ class RankingMixture(Mixture):
             if observed is None:
                 raise ValueError("RankingMixture: weights= (counts) needs observed= (the distinct "
                                  "orders they count)")
-            observed = _observed_ballots(observed, weights)
+            observed = observed_ballots(observed, weights)
             if all(kwargs.get(k) is None for k in ("shape", "size", "dims")):
                 kwargs["shape"] = tuple(observed.shape)
         return super().__new__(cls, name, w, comp_dists, observed=observed, **kwargs)
