@@ -17,7 +17,16 @@ observed (partial) orders, the ballot length not included: under MAP the plug-in
 ``log mean_draws p(order | draw)`` (over at most ``--max-loglik-draws`` draws). The consensus
 is the most probable complete order of each draw (:func:`pm_perm.preferences.analysis.
 consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
-says nothing about uncertainty: use ``--fit nuts`` for that.
+says nothing about uncertainty: use ``--fit nuts`` for that. The full model's MAP chooses its
+deviation scale ``tau`` by the Laplace evidence (:func:`pm_perm.preferences.models.fit_map_type2`;
+the diagnostics hold the evidence of each scale); NUTS integrates it.
+
+Comparison (:func:`compare_models`): unless the model is one-population Plackett-Luce, the
+chosen model is scored against Plackett-Luce on the held-out ballots (or, without held-out
+ballots and for at most ``CHECK_MAX_BALLOTS`` ballots, by ``CV_FOLDS``-fold cross-validation),
+and a warning says when it loses by more than noise (2 standard errors of the per-ballot
+difference): richer models can lose on small data. ``--compare`` adds rank-one and full and
+prints which model wins.
 
 JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``,
 ``train`` / ``heldout`` (``loglik_per_ranking``, ``n_rankings``, ``n_distinct``), ``logits``
@@ -25,7 +34,8 @@ JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``
 last: MAP, or posterior mean under NUTS; ``null`` for Plackett-Luce, which has ``utilities``
 instead, and for mixtures, whose ``blocs`` list each component's weight, logits and consensus),
 ``consensus`` (item names first to last), ``consensus_posterior``, ``position_marginals``,
-``diagnostics``, ``sampler``, ``timings``, ``warnings`` (sampler, numerical and JSON
+``diagnostics``, ``comparison`` (:func:`compare_models`; ``null`` when not run), ``sampler``,
+``timings``, ``warnings`` (sampler, numerical and JSON
 warnings), ``output_errors`` (only when an output could not be written) and ``run``, what is
 needed to reproduce the run, as for ``pm-perm learn-to-rank``
 (:func:`pm_perm.cli.learning_to_rank.run_record`: version, argv, settings, seed, draws/tune/chains,
@@ -109,6 +119,10 @@ def add_parser(subparsers):
                      help="NUTS: target acceptance rate, in (0, 1) (default 0.9)")
     fit.add_argument("--max-loglik-draws", type=POSITIVE_INT, default=200,
                      help="NUTS: posterior draws used for log-likelihoods and plots (default 200)")
+    fit.add_argument("--compare", action="store_true",
+                     help="also fit Plackett-Luce, rank-one and full by MAP and compare them with "
+                     "the chosen model on the held-out ballots (or, without "
+                     f"--heldout-fraction, by {CV_FOLDS}-fold cross-validation over ballots)")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT.json", required=True,
                      help="results as JSON" + STDOUT_HELP)
@@ -211,10 +225,13 @@ def _fit(args, train):
         kwargs["learn_positions"] = args.learn_positions
     if args.model == "full" and args.fit == "nuts":
         kwargs["parametrization"] = "auto"  # centred for many ballots per entry of W
+    if args.model == "full" and args.fit == "map":
+        kwargs["tau"] = 0.0  # a fixed scale, chosen by the Laplace evidence (fit_map_type2)
     rm = getattr(rmod, MODELS[args.model])(train, **kwargs)
     if args.fit == "map":
         starts = args.starts or (1 if args.components == 1 else 3)
-        point = rmod.fit_map(rm, seed=args.seed, n_starts=starts)
+        fit_map = rmod.fit_map_type2 if args.model == "full" else rmod.fit_map
+        point = fit_map(rm, seed=args.seed, n_starts=starts)
         diag = point.pop("_optimizer")
         return rmod.posterior_params(point, args.model), diag, {"starts": starts}
     _status(f"NUTS: {args.chains} chains x {args.draws} draws ({args.tune} tuning)")
@@ -272,6 +289,7 @@ def _run_rankings(args):
             post, diag, sampler = _fit(args, train)
             t_fit = time.perf_counter() - t_fit
             result, figures = _report(args, data, train, heldout, post, diag)
+            result["comparison"] = compare_models(args, data, train, heldout, post)
     except KeyboardInterrupt:
         print("pm-perm preferences: interrupted (Ctrl-C) before the fit finished; nothing was "
               "written", file=sys.stderr)
@@ -363,6 +381,136 @@ def _report(args, data, train, heldout, post, diag):
     return result, figures
 
 
+#: Cross-validation folds of ``--compare`` (and of the default check) without held-out ballots.
+CV_FOLDS = 5
+#: A model "loses by more than noise" when its mean per-ballot held-out log-likelihood is below
+#: the other's by more than this many standard errors of the per-ballot difference.
+NOISE_SE = 2.0
+#: Without held-out ballots the default check runs a cross-validation only up to this many
+#: ballots (where it costs seconds, and where the richer models can lose).
+CHECK_MAX_BALLOTS = 1000
+
+
+def _per_ballot(post, family, data, *, fit, max_draws, seed):
+    """Log-likelihood of each BALLOT of ``data`` (plug-in for MAP, lpd for NUTS): one value per
+    ballot (each distinct order's value repeated by its count)."""
+    from scipy.special import logsumexp
+
+    from pm_perm.preferences.posterior import pointwise_loglik
+
+    ll = pointwise_loglik(post, family, data.orders, max_draws=max_draws, rng=seed)
+    lpd = ll[0] if fit == "map" else logsumexp(ll, axis=0) - np.log(ll.shape[0])
+    if not np.all(np.isfinite(lpd)):
+        raise RuntimeError("a fitted model gives a non-finite log-likelihood to some ballots")
+    return np.repeat(lpd, data.counts)
+
+
+def _map_scores(args, model, components, splits):
+    """Per-ballot scores of ``model`` fitted by MAP on each split's training part."""
+    import argparse
+
+    sub = argparse.Namespace(**{**vars(args), "model": model, "components": components,
+                                "fit": "map", "starts": None,
+                                "learn_positions": args.learn_positions and model == "rank-one"})
+    parts = []
+    for train, test in splits:
+        post, _, _ = _fit(sub, train)
+        parts.append(_per_ballot(post, model, test, fit="map", max_draws=None, seed=args.seed))
+    return np.concatenate(parts)
+
+
+def _difference(a, b):
+    """Mean and standard error of the per-ballot difference ``a - b``."""
+    d = a - b
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("inf")
+    return float(d.mean()), se
+
+
+def compare_models(args, data, train, heldout, post):
+    """Score the chosen model against the others on ballots it was not fitted to.
+
+    ``--compare``: Plackett-Luce, rank-one and full (one population each, MAP), and the chosen
+    model as fitted. By default (no ``--compare``): the chosen model against Plackett-Luce
+    (one population, MAP) only, unless the chosen model IS one-population Plackett-Luce. The
+    ballots scored: the held-out ones when ``--heldout-fraction`` is given (the chosen model's
+    scores are those of its fit, MAP or NUTS); otherwise a ``CV_FOLDS``-fold cross-validation
+    over the ballots, every model fitted by MAP on each fold's training part (by default only
+    for at most ``CHECK_MAX_BALLOTS`` ballots: beyond that the check is skipped and the result
+    says so).
+
+    "Noise": ``NOISE_SE`` standard errors of the per-ballot difference of held-out
+    log-likelihoods (paired over the same ballots). When the chosen model's mean is below
+    Plackett-Luce's by more than that, a warning says so (recorded in the JSON's
+    ``warnings``); with ``--compare`` the summary also says which model wins.
+
+    Returns
+    -------
+    dict or None
+        ``None`` for one-population Plackett-Luce without ``--compare``; else ``method``,
+        ``n_ballots``, ``noise``, ``models`` (each ``model``, ``components``,
+        ``loglik_per_ballot``, ``difference_to_chosen`` = [mean, se] of other - chosen), ``best``
+        (the label of the highest mean; ``null`` when skipped), ``chosen_loses_to_plackett_luce``
+        and ``skipped`` (why not checked, or ``null``).
+    """
+    chosen = (args.model, args.components)
+    if not args.compare and chosen == ("plackett-luce", 1):
+        return None
+    if heldout is not None:
+        splits, method = [(train, heldout)], "held-out ballots"
+    elif args.compare or data.n_rankings <= CHECK_MAX_BALLOTS:
+        splits = data.ballot_folds(CV_FOLDS, np.random.default_rng(args.seed))
+        method = f"{CV_FOLDS}-fold cross-validation over ballots (MAP fits)"
+    else:
+        skipped = (f"no held-out ballots and more than {CHECK_MAX_BALLOTS} ballots: the model "
+                   "was not compared with Plackett-Luce (use --heldout-fraction or --compare)")
+        _status(skipped)
+        return {"method": None, "n_ballots": 0, "noise": None, "models": [], "best": None,
+                "chosen_loses_to_plackett_luce": None, "skipped": skipped}
+    candidates = [(m, 1) for m in MODELS] if args.compare else [("plackett-luce", 1)]
+    _status(f"comparing with {', '.join(m for m, _ in candidates if (m, 1) != chosen)} on "
+            f"{method}")
+    if heldout is not None:
+        scores = {chosen: _per_ballot(_thin(post, args.max_loglik_draws, args.seed),
+                                      args.model, heldout, fit=args.fit,
+                                      max_draws=args.max_loglik_draws, seed=args.seed)}
+    else:
+        scores = {chosen: _map_scores(args, args.model, args.components, splits)}
+    for m, k in candidates:
+        if (m, k) not in scores:
+            scores[(m, k)] = _map_scores(args, m, k, splits)
+    label = {key: f"{key[0]} (K={key[1]})" for key in scores}
+    rows = [{"model": m, "components": k, "loglik_per_ballot": float(v.mean()),
+             "difference_to_chosen": list(_difference(v, scores[chosen]))}
+            for (m, k), v in scores.items()]
+    best = max(scores, key=lambda key: scores[key].mean())
+    pl = scores[("plackett-luce", 1)]
+    diff, se = _difference(scores[chosen], pl)
+    loses = bool(chosen != ("plackett-luce", 1) and diff < -NOISE_SE * se)
+    if loses:
+        warnings.warn(
+            f"the chosen model ({label[chosen]}) loses to Plackett-Luce on {method}: "
+            f"{-diff:.3f} nats per ballot worse (standard error {se:.3f}; more than "
+            f"{NOISE_SE:g} standard errors, so not noise). On these data prefer --model "
+            "plackett-luce (or see --compare)", RuntimeWarning, stacklevel=2)
+    return {"method": method, "n_ballots": int(pl.size),
+            "noise": f"{NOISE_SE:g} standard errors of the per-ballot difference",
+            "models": rows, "best": label[best], "chosen_loses_to_plackett_luce": loses,
+            "skipped": None}
+
+
+def _comparison_lines(comparison):
+    if not comparison or comparison["skipped"] or not comparison["models"]:
+        return []
+    lines = [f"  compared on {comparison['method']} ({comparison['n_ballots']} ballots; noise = "
+             f"{comparison['noise']}):"]
+    for r in comparison["models"]:
+        mean, se = r["difference_to_chosen"]
+        lines.append(f"    {r['model']:>14} (K={r['components']}) {r['loglik_per_ballot']:.4f} "
+                     f"per ballot ({mean:+.4f} +- {se:.4f} vs the chosen model)")
+    lines.append(f"    best: {comparison['best']}")
+    return lines
+
+
 def format_summary(result):
     """A few lines for the terminal: fit per ballot and the consensus."""
 
@@ -374,6 +522,7 @@ def format_summary(result):
         lines.append(f"  heldout log-likelihood per ballot "
                      f"{result['heldout']['loglik_per_ranking']:.4f} "
                      f"({result['heldout']['n_rankings']} ballots)")
+    lines += _comparison_lines(result.get("comparison"))
     if result["fit"] == "map":  # one point, no posterior: the order has no probability to show
         lines.append("  consensus (most probable complete order at the MAP estimate): "
                      + " > ".join(result["consensus"]))
