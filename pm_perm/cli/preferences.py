@@ -405,16 +405,36 @@ def _per_ballot(post, family, data, *, fit, max_draws, seed):
     return np.repeat(lpd, data.counts)
 
 
-def _map_scores(args, model, components, splits):
-    """Per-ballot scores of ``model`` fitted by MAP on each split's training part."""
+def _map_scores(args, model, components, splits, data):
+    """Per-ballot scores of ``model`` fitted by MAP on each split's training part.
+
+    ``splits``: ``[(train, test)]`` (RankingData, held-out ballots), or cross-validation folds
+    ``[(train_counts, test)]`` with the training counts aligned with ``data``'s distinct
+    orders: one model is built on ``data`` and each fold only sets its counts
+    (:func:`~pm_perm.preferences.models.set_counts`), so the compiled functions are reused."""
     import argparse
+
+    from pm_perm.preferences import models as rmod
 
     sub = argparse.Namespace(**{**vars(args), "model": model, "components": components,
                                 "fit": "map", "starts": None,
                                 "learn_positions": args.learn_positions and model == "rank-one"})
+    if not isinstance(splits[0][0], np.ndarray):
+        post, _, _ = _fit(sub, splits[0][0])
+        return _per_ballot(post, model, splits[0][1], fit="map", max_draws=None,
+                           seed=args.seed)
+    kwargs = {"components": components, "prior_sigma": args.prior_sigma}
+    if model == "rank-one":
+        kwargs["learn_positions"] = sub.learn_positions
+    if model == "full":
+        kwargs["tau"] = 0.0
+    rm = getattr(rmod, MODELS[model])(data, **kwargs)
+    fit_map = rmod.fit_map_type2 if model == "full" else rmod.fit_map
     parts = []
     for train, test in splits:
-        post, _, _ = _fit(sub, train)
+        point = fit_map(rmod.set_counts(rm, train), seed=args.seed,
+                        n_starts=1 if components == 1 else 3)
+        post = rmod.posterior_params(point, model)
         parts.append(_per_ballot(post, model, test, fit="map", max_draws=None, seed=args.seed))
     return np.concatenate(parts)
 
@@ -458,7 +478,12 @@ def compare_models(args, data, train, heldout, post):
     if heldout is not None:
         splits, method = [(train, heldout)], "held-out ballots"
     elif args.compare or data.n_rankings <= CHECK_MAX_BALLOTS:
-        splits = data.ballot_folds(CV_FOLDS, np.random.default_rng(args.seed))
+        # the folds of data.ballot_folds (each ballot to one fold), as counts aligned with the
+        # data's distinct orders (ballot_folds' parts drop the orders a part lacks)
+        parts = np.random.default_rng(args.seed).multinomial(data.counts,
+                                                             np.full(CV_FOLDS, 1 / CV_FOLDS))
+        splits = [(data.counts - parts[:, k], data.with_counts(parts[:, k]))
+                  for k in range(CV_FOLDS)]
         method = f"{CV_FOLDS}-fold cross-validation over ballots (MAP fits)"
     else:
         skipped = (f"no held-out ballots and more than {CHECK_MAX_BALLOTS} ballots: the model "
@@ -474,10 +499,10 @@ def compare_models(args, data, train, heldout, post):
                                       args.model, heldout, fit=args.fit,
                                       max_draws=args.max_loglik_draws, seed=args.seed)}
     else:
-        scores = {chosen: _map_scores(args, args.model, args.components, splits)}
+        scores = {chosen: _map_scores(args, args.model, args.components, splits, data)}
     for m, k in candidates:
         if (m, k) not in scores:
-            scores[(m, k)] = _map_scores(args, m, k, splits)
+            scores[(m, k)] = _map_scores(args, m, k, splits, data)
     label = {key: f"{key[0]} (K={key[1]})" for key in scores}
     rows = [{"model": m, "components": k, "loglik_per_ballot": float(v.mean()),
              "difference_to_chosen": list(_difference(v, scores[chosen]))}
