@@ -247,7 +247,7 @@ def _potential_model(data, family):
             pm.Deterministic("u", u[None], dims=("component", "item"))
             total = plackett_luce_loglik_sum(u, data.orders, data.counts)
         else:
-            W = u[:, None] * rank_one_logits(np.ones(M))[0][None, :]  # c_j, fixed
+            W = u[:, None] * rmod.harmonic_positions(M)[None, :]  # c_j, fixed (the default)
             if family == "full":
                 tau = pm.HalfNormal("tau", 1.0)
                 delta = pm.Normal("delta_raw", 0.0, 1.0,
@@ -386,7 +386,7 @@ def test_centred_full_model_is_the_same_model(components):
                   for m in (nc, ce))
     K, M = components, 4
     B = rmod.zero_sum_basis(M)
-    c = np.linspace(1.0, 0.0, M)
+    c = rmod.harmonic_positions(M)  # the default fixed profile
     for _ in range(3):
         zu = rng.normal(size=(K, M - 1))
         tau = rng.uniform(0.2, 2.0)
