@@ -62,6 +62,9 @@ from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.synthetic import simulate_rankings
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _harness import check_output, write_result  # noqa: E402
+
 SEEDS = range(5)
 SETTINGS = ("complete", "top-k")
 
@@ -142,8 +145,8 @@ def run_irish(files, results, out, seed=0):
 def _save(results, out):
     if out is None:
         return
-    clean = json.loads(json.dumps(results, default=lambda o: None))
-    Path(out).write_text(json.dumps(clean, indent=1))
+    # the per-ballot arrays kept for the differences (``_ll``) are not written
+    write_result(out, json.loads(json.dumps(results, default=lambda o: None)))
 
 
 def table(results):
@@ -209,6 +212,8 @@ def main(argv=None):
     p.add_argument("--skip-small", action="store_true")
     p.add_argument("--out", default=None, help="JSON of the results (rewritten after each fit)")
     args = p.parse_args(argv)
+    if args.out is not None:
+        check_output(p, "--out", args.out, args.irish)  # before the first fit
     results = {}
     if not args.skip_small:
         run_small(results, args.out)
