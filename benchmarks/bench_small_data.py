@@ -29,6 +29,14 @@ V1 (the variant tested, fixed before seeing its figures):
 Irish elections (shared/data/preflib/irish): one 20 % held-out split (seed 0), PL, rank-one
 and full (V1); the full model must still beat PL there.
 
+V2 (PRE-REGISTERED 2026-11-29 07:27 UTC, after seeing V1's figures (below) and before any
+figure of V2): rank-one only (full stays V1). The profile is
+``c(lam) = (1 - lam) c_harm + lam c_lin`` with ``c_harm`` the harmonic profile and ``c_lin``
+the linear profile scaled to the same range (``H_{M-1} (M-1-j)/(M-1)``), ``lam`` chosen by the
+Laplace evidence on the grid {0, 0.25, 0.5, 0.75, 1} (``fit_map_type2`` on the rank-one model).
+Same data, splits and criterion; Irish: the same split; hoped for: within noise of PL on the
+small data (as V1) and above PL on the three Irish elections.
+
 RESULTS (added after the run of 2026-11-29; figures in docs/benchmarks.md, "Small data"): V1
 removes most of V0's loss (pooled full - PL: -2.75 -> -0.08 nats per ballot on complete
 rankings, -1.15 -> -0.08 on top-k) but does NOT meet the pre-registered criterion: pooled it is
