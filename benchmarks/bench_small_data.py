@@ -103,10 +103,15 @@ MODELS = {
     "rank-one V1": ("rank-one", lambda d, s: rmod.fit_map(rmod.rank_one_model(d), seed=s)),
     "full V1 (type-II tau)": ("full", lambda d, s: rmod.fit_map_type2(
         rmod.full_model(d, tau=0.0), seed=s, patience=None)),
+    "rank-one V2 (type-II mix)": ("rank-one", lambda d, s: rmod.fit_map_type2(
+        rmod.rank_one_model(d, positions=0.0), seed=s, patience=None)),
 }
 
 
-def run_small(results, out):
+IRISH = ("PL", "rank-one V1", "full V1 (type-II tau)", "rank-one V2 (type-II mix)")
+
+
+def run_small(results, out, models=MODELS):
     for setting in SETTINGS:
         for seed in SEEDS:
             train, test = small_data_set(seed, setting)
@@ -114,17 +119,19 @@ def run_small(results, out):
             entry = results.setdefault("small", {}).setdefault(key, {
                 "n_items": train.n_items, "train": train.n_rankings, "heldout": test.n_rankings})
             for label, (family, fit) in MODELS.items():
+                if label not in models:
+                    continue
                 t0 = time.perf_counter()
                 point = fit(train, seed)
                 ll = heldout_per_ballot(point, family, test)
                 entry[label] = {"per_ballot": ll.tolist(), "seconds": time.perf_counter() - t0,
-                                "tau": float(point["tau"]) if "tau" in point else None}
+                                "tau": _chosen(point)}
                 print(f"{key} {label:>24}: {ll.mean():9.4f} per held-out ballot "
                       f"({entry[label]['seconds']:.1f} s)", flush=True)
             _save(results, out)
 
 
-def run_irish(files, results, out, seed=0):
+def run_irish(files, results, out, seed=0, models=IRISH):
     from pm_perm.preferences.preflib import read_preflib
 
     for f in files:
@@ -132,22 +139,35 @@ def run_irish(files, results, out, seed=0):
         train, test = data.split_ballots(0.2, np.random.default_rng(seed))
         entry = results.setdefault("irish", {}).setdefault(Path(f).name, {
             "n_items": data.n_items, "train": train.n_rankings, "heldout": test.n_rankings})
-        for label in ("PL", "rank-one V1", "full V1 (type-II tau)"):
+        for label in models:
             family, fit = MODELS[label]
             t0 = time.perf_counter()
             point = fit(train, seed)
             ll = heldout_per_ballot(point, family, test)
             entry[label] = {"per_ballot_mean": float(ll.mean()),
                             "per_ballot_diff_vs_pl": None, "seconds": time.perf_counter() - t0,
-                            "tau": float(point["tau"]) if "tau" in point else None,
+                            "tau": _chosen(point),
                             "_ll": ll}
-            if label != "PL":
+            if label != "PL" and "PL" in entry:
                 d = ll - entry["PL"]["_ll"]
                 entry[label]["per_ballot_diff_vs_pl"] = [float(d.mean()),
                                                          float(d.std(ddof=1) / np.sqrt(d.size))]
             print(f"{Path(f).name} {label:>24}: {ll.mean():9.4f} per held-out ballot "
                   f"({entry[label]['seconds']:.1f} s, tau {entry[label]['tau']})", flush=True)
             _save(results, out)
+
+
+def _chosen(point):
+    """The type-II choice of a fit, as ``[name, value]`` (None for the plain MAP fits)."""
+    for name in ("tau", "position_mix"):
+        if name in point:
+            return [name, float(point[name])]
+    return None
+
+
+def _hyper(chosen):
+    name, value = chosen if isinstance(chosen, list) else ("tau", chosen)
+    return f"{'tau' if name == 'tau' else 'mix'} {value:.3g}"
 
 
 def _save(results, out):
@@ -161,7 +181,8 @@ def table(results):
     """The small-data table (mean held-out per ballot; difference to PL, mean +- SE) and the
     Irish comparison."""
     lines = []
-    labels = list(MODELS)
+    small = results.get("small", {})
+    labels = [label for label in MODELS if any(label in e for e in small.values())]
     for setting in SETTINGS:
         lines.append(f"\n{setting}: held-out log-lik per ballot; model - PL as mean +- SE of the "
                      "per-ballot difference")
@@ -170,18 +191,21 @@ def table(results):
         pooled = {label: [] for label in labels}
         for seed in SEEDS:
             e = results.get("small", {}).get(f"{setting} seed {seed}")
-            if e is None or not all(label in e for label in labels):
+            if e is None or "PL" not in e:
                 continue
             pl = np.asarray(e["PL"]["per_ballot"])
             cells = []
             for label in labels:
+                if label not in e:
+                    cells.append("")
+                    continue
                 ll = np.asarray(e[label]["per_ballot"])
                 pooled[label].append(ll - pl)
                 if label == "PL":
                     cells.append(f"{ll.mean():.3f}")
                 else:
                     d = ll - pl
-                    tau = "" if e[label]["tau"] is None else f", tau {e[label]['tau']:.3g}"
+                    tau = "" if e[label]["tau"] is None else f", {_hyper(e[label]['tau'])}"
                     cells.append(f"{ll.mean():.3f} ({d.mean():+.3f} +- "
                                  f"{d.std(ddof=1) / np.sqrt(d.size):.3f}{tau})")
             lines.append(f"| M={e['n_items']}, n={e['train'] + e['heldout']} (seed {seed}) | "
@@ -200,13 +224,13 @@ def table(results):
                      "(model - PL, mean +- SE)")
         for name, e in irish.items():
             cells = []
-            for label in ("PL", "rank-one V1", "full V1 (type-II tau)"):
+            for label in MODELS:
                 if label not in e:
                     continue
                 r = e[label]
                 diff = r["per_ballot_diff_vs_pl"]
                 extra = "" if diff is None else f" ({diff[0]:+.4f} +- {diff[1]:.4f})"
-                tau = "" if r["tau"] is None else f" tau {r['tau']:.3g}"
+                tau = "" if r["tau"] is None else f" {_hyper(r['tau'])}"
                 cells.append(f"{label} {r['per_ballot_mean']:.4f}{extra}{tau}")
             lines.append(f"- {name} (M={e['n_items']}, {e['train']} + {e['heldout']} ballots): "
                          + "; ".join(cells))
@@ -218,14 +242,17 @@ def main(argv=None):
     p.add_argument("--irish", nargs="*", default=[], metavar="FILE",
                    help="Irish election files (e.g. ../shared/data/preflib/irish/*.soi)")
     p.add_argument("--skip-small", action="store_true")
+    p.add_argument("--models", nargs="*", default=None, choices=list(MODELS),
+                   help="the models to fit (default: all; the small-data table and the Irish "
+                   "part)")
     p.add_argument("--out", default=None, help="JSON of the results (rewritten after each fit)")
     args = p.parse_args(argv)
     if args.out is not None:
         check_output(p, "--out", args.out, args.irish)  # before the first fit
     results = {}
     if not args.skip_small:
-        run_small(results, args.out)
-    run_irish(args.irish, results, args.out)
+        run_small(results, args.out, args.models or MODELS)
+    run_irish(args.irish, results, args.out, models=args.models or IRISH)
     print(table(results))
     return 0
 

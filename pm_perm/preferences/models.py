@@ -72,6 +72,7 @@ __all__ = [
     "FAMILIES",
     "RankingModel",
     "component_logliks",
+    "POSITION_MIX_GRID",
     "POSITION_PROFILES",
     "TAU_GRID",
     "fit_map",
@@ -316,11 +317,19 @@ def harmonic_positions(M):
 
 
 def _positions(M, learn_positions, profile="harmonic"):
-    """Position profile ``c`` (M,): learned (decreasing from 1 to 0), or a fixed profile."""
+    """Position profile ``c`` (M,): learned (decreasing from 1 to 0), a fixed profile, or (a
+    number ``lam``) the mix ``(1 - lam) c_harm + lam c_lin`` in the ``pm.Data``
+    ``"position_mix"`` (``c_lin`` the linear profile scaled to the harmonic one's range)."""
     from pm_perm.preferences.synthetic import default_positions
 
+    if not isinstance(profile, str) and not learn_positions:
+        lam = _check_unit(profile)
+        h = harmonic_positions(M)
+        lin = default_positions(M) * h[0]
+        return h + pm.Data("position_mix", np.float64(lam)) * (lin - h)
     if profile not in POSITION_PROFILES:
-        raise ValueError(f"positions must be one of {POSITION_PROFILES}; got {profile!r}")
+        raise ValueError(f"positions must be one of {POSITION_PROFILES} or a number in [0, 1] "
+                         f"(a mix of the two); got {profile!r}")
     if not learn_positions:
         c = harmonic_positions(M) if profile == "harmonic" else default_positions(M)
         return pt.as_tensor_variable(c)
@@ -349,7 +358,7 @@ def rank_one_model(data, *, components=1, prior_sigma=3.0, learn_positions=False
         shift that ``u`` would otherwise trade with it. Default: a fixed profile (``positions``).
     item_features : array_like, shape (M, d), optional
         As in :func:`plackett_luce_model`.
-    positions : {"harmonic", "linear"}
+    positions : {"harmonic", "linear"} or float
         The fixed profile (without ``learn_positions``): ``"harmonic"`` (default),
         ``c_j = H_{M-1-j}`` (:func:`harmonic_positions`), with which the model agrees with
         Plackett-Luce to first order in ``u``; or ``"linear"``, ``c_j = (M-1-j)/(M-1)`` (the
@@ -358,6 +367,10 @@ def rank_one_model(data, *, components=1, prior_sigma=3.0, learn_positions=False
         held-out ballot to Plackett-Luce (pooled), the harmonic one 0.08, still about 2-2.6
         standard errors: rank one is not Plackett-Luce beyond first order (``docs/
         benchmarks.md``, "Small data"). On the Irish elections the linear profile fits better.
+        A number ``lam`` in [0, 1]: the profile ``(1 - lam) c_harm + lam c_lin`` (``c_lin`` the
+        linear profile scaled to the harmonic one's range ``H_{M-1}``), ``lam`` in the
+        ``pm.Data`` ``"position_mix"``, for :func:`fit_map_type2`, which chooses it by the
+        Laplace evidence.
 
     Returns
     -------
@@ -628,6 +641,17 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
 #: ``2^k / 16`` for ``k = 0..6`` (0.0625 to 4; ``HalfNormal(1)``, the NUTS prior, puts 95 % of its
 #: mass below 2).
 TAU_GRID = (0.0,) + tuple(2.0**k / 16 for k in range(7))
+#: The position mixes (0 = harmonic, 1 = linear profile) :func:`fit_map_type2` compares by default
+#: for a rank-one model built with ``positions=<number>``.
+POSITION_MIX_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def _check_unit(lam):
+    v = np.asarray(lam)
+    if v.shape != () or v.dtype.kind not in "iuf" or not 0.0 <= v <= 1.0:
+        raise ValueError(f"positions as a number is a mix in [0, 1] (0 harmonic, 1 linear); got "
+                         f"{lam!r}")
+    return float(v)
 
 
 def _check_fixed_tau(tau):
@@ -637,19 +661,20 @@ def _check_fixed_tau(tau):
     return float(v)
 
 
-def fit_map_type2(rm, *, taus=TAU_GRID, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10,
+def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10,
                   patience=2):
-    """MAP of the full model with its deviation scale ``tau`` chosen by the Laplace evidence
-    (type-II maximum likelihood): the shrinkage toward the rank-one model learned from the data.
+    """MAP with a hyperparameter chosen by the Laplace evidence (type-II maximum likelihood):
+    the full model's deviation scale ``tau`` (the shrinkage toward the rank-one model learned
+    from the data), or a rank-one model's position mix ``lam`` (harmonic to linear profile).
 
-    For each ``tau`` of ``taus`` (ascending; the first from ``n_starts`` jittered starts as
+    For each value of ``grid`` (ascending; the first from ``n_starts`` jittered starts as
     :func:`fit_map`, each later one from the previous optimum), the MAP of the other variables
-    and the Laplace estimate of ``log p(y | tau)``
+    and the Laplace estimate of ``log p(y | value)``
     (:func:`pm_perm.inference.laplace.laplace_log_evidence`, the Hessian by
     :func:`~pm_perm.inference.laplace.negative_hessian` of the exact gradient); the point of the
-    ``tau`` of largest evidence is returned. ``tau = 0`` is the rank-one model itself, so on
+    value of largest evidence is returned. ``tau = 0`` is the rank-one model itself, so on
     data that hold no evidence of a departure from rank one the fit IS the rank-one fit. The
-    scan stops after ``patience`` scales in a row below the best so far (the evidence of a
+    scan stops after ``patience`` values in a row below the best so far (the evidence of a
     scale hyperparameter typically rises to one maximum and then falls; ``patience=None``
     scans the whole grid): the large scales, the slowest fits, are skipped when the evidence
     already falls.
@@ -664,33 +689,35 @@ def fit_map_type2(rm, *, taus=TAU_GRID, seed=0, n_starts=1, maxiter=20_000, lbfg
     Laplace is accurate. Held-out selection would need refits per fold and wastes ballots; NUTS
     on the hierarchical model (``full_model(tau=None)``, :func:`fit_nuts`) integrates ``tau``
     too and is the choice when the uncertainty about ``tau`` matters. The ballot-length block
-    (``length_probs``) does not depend on ``tau`` and is left out of the Hessian; as in
-    :func:`fit_map` the log density has no Jacobian terms (only the simplex variables have
-    them, and none of them depends on ``tau``).
+    (``length_probs``) does not depend on the hyperparameter and is left out of the Hessian; as
+    in :func:`fit_map` the log density has no Jacobian terms (only the simplex variables have
+    them, and none of them depends on the hyperparameter).
 
     Parameters
     ----------
     rm : RankingModel
-        A full model built with a fixed ``tau`` (``full_model(data, tau=0.0)``, any value).
-    taus : sequence of float
-        Candidate scales ``>= 0`` (default :data:`TAU_GRID`).
+        A full model built with a fixed ``tau`` (``full_model(data, tau=0.0)``, any value), or
+        a rank-one model built with a position mix (``rank_one_model(data, positions=0.0)``).
+    grid : sequence of float, optional
+        Candidate values: scales ``>= 0`` (default :data:`TAU_GRID`) or mixes in [0, 1]
+        (default :data:`POSITION_MIX_GRID`).
     seed, n_starts, maxiter, lbfgs_memory
         As :func:`fit_map`.
     patience : int or None
-        Stop after this many scales in a row below the best; ``None``: the whole grid.
+        Stop after this many values in a row below the best; ``None``: the whole grid.
 
     Returns
     -------
     dict
-        As :func:`fit_map` (the MAP point at the chosen scale, with ``"tau"``), ``"_optimizer"``
-        also holding ``"tau"`` and ``"log_evidence"``: ``{tau: Laplace log evidence}`` of the
-        scales fitted. The model's ``"tau"`` container is left at the chosen value.
+        As :func:`fit_map` (the MAP point at the chosen value, with ``"tau"`` or
+        ``"position_mix"``), ``"_optimizer"`` also holding that name (the chosen value) and
+        ``"log_evidence"``: ``{value: Laplace log evidence}`` of the values fitted. The model's
+        container is left at the chosen value.
 
     Raises
     ------
     ValueError
-        ``rm`` is not a full model with a fixed ``tau``, or ``taus`` is empty or holds a value
-        that is not a finite number ``>= 0``.
+        ``rm`` is neither such a model, or ``grid`` is empty or holds a value out of range.
     pm_perm.inference.MapFitError
         A fit did not converge.
 
@@ -698,31 +725,28 @@ def fit_map_type2(rm, *, taus=TAU_GRID, seed=0, n_starts=1, maxiter=20_000, lbfg
     --------
     >>> from pm_perm.preferences.synthetic import simulate_rankings
     >>> data = simulate_rankings(30, utilities=[1.0, 0.5, 0.0, -0.5], rng=0)
-    >>> point = fit_map_type2(full_model(data, tau=0.0), taus=(0.0, 0.5))
+    >>> point = fit_map_type2(full_model(data, tau=0.0), grid=(0.0, 0.5))
     >>> sorted(point["_optimizer"]["log_evidence"]) == [0.0, 0.5]
     True
     """
     from pm_perm.inference.laplace import laplace_log_evidence, negative_hessian
 
-    if rm.family != "full" or "tau" not in rm.model.named_vars \
-            or rm.model["tau"] in rm.model.free_RVs:
-        raise ValueError("fit_map_type2 needs a full model with a fixed tau: build it with "
-                         "full_model(data, tau=0.0)")
-    taus = sorted(_check_fixed_tau(t) for t in taus)
-    if not taus:
-        raise ValueError("taus is empty: give at least one deviation scale")
+    name, default, check = _hyperparameter(rm)
+    grid = sorted(check(t) for t in (default if grid is None else grid))
+    if not grid:
+        raise ValueError(f"grid is empty: give at least one value of {name}")
     engine = _COMPILED_MAP.get(rm.model)
     if engine is None:
         engine = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
     engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
     keep = None
     evidence, best = {}, None
-    for i, t in enumerate(taus):
-        engine.set_data(tau=np.float64(t))
+    for i, t in enumerate(grid):
+        engine.set_data(**{name: np.float64(t)})
         if i == 0:
             point = _best_start(engine, rm, seed, n_starts, maxiter)
         else:
-            point = engine.fit(maxiter=maxiter, what=f"the MAP fit at tau = {t:g}")
+            point = engine.fit(maxiter=maxiter, what=f"the MAP fit at {name} = {t:g}")
         x = engine.x.copy()
         if keep is None:
             keep = _order_model_coordinates(engine)
@@ -743,17 +767,29 @@ def fit_map_type2(rm, *, taus=TAU_GRID, seed=0, n_starts=1, maxiter=20_000, lbfg
                 break
     t, point = best
     if not np.isfinite(evidence[t]):
-        raise MapFitError("fit_map_type2: the Hessian of -log p is not positive definite at "
-                          "any tau's MAP (no Laplace evidence); the fits are not at a mode")
-    engine.set_data(tau=np.float64(t))
+        raise MapFitError(f"fit_map_type2: the Hessian of -log p is not positive definite at "
+                          f"any {name}'s MAP (no Laplace evidence); the fits are not at a mode")
+    engine.set_data(**{name: np.float64(t)})
     info = point.pop("_info")
     out = {k: np.asarray(point[k]) for k in get_default_varnames(point, False)}
-    out["tau"] = np.asarray(t)
+    out[name] = np.asarray(t)
     out["_optimizer"] = {"log_posterior": info["log_posterior"],
                          "n_iterations": info["iterations"], "message": info["message"],
-                         "n_converged": info.get("n_converged", 1), "tau": t,
+                         "n_converged": info.get("n_converged", 1), name: t,
                          "log_evidence": evidence}
     return out
+
+
+def _hyperparameter(rm):
+    """``(name, default grid, check)`` of the model's type-II hyperparameter, or raise."""
+    named = rm.model.named_vars
+    if rm.family == "full" and "tau" in named and rm.model["tau"] not in rm.model.free_RVs:
+        return "tau", TAU_GRID, _check_fixed_tau
+    if rm.family == "rank-one" and "position_mix" in named:
+        return "position_mix", POSITION_MIX_GRID, _check_unit
+    raise ValueError("fit_map_type2 needs a full model with a fixed tau "
+                     "(full_model(data, tau=0.0)) or a rank-one model with a position mix "
+                     "(rank_one_model(data, positions=0.0))")
 
 
 def _best_start(engine, rm, seed, n_starts, maxiter):

@@ -33,10 +33,10 @@ def test_scale_goes_to_zero_on_rank_one_data_and_stays_large_on_full_data():
     u = np.array([1.5, 0.8, 0.0, -0.7, -1.6])
     rank_one = rank_one_logits(u, rmod.harmonic_positions(M))
     taus = (0.0, 0.0625, 0.5, 2.0)
-    plain = rmod.fit_map_type2(rmod.full_model(_data_from(rank_one, 200, 0), tau=0.0), taus=taus)
+    plain = rmod.fit_map_type2(rmod.full_model(_data_from(rank_one, 200, 0), tau=0.0), grid=taus)
     # a departure from rank one of size 2 in every entry
     W = rank_one + 2.0 * np.random.default_rng(1).normal(size=(M, M))
-    rich = rmod.fit_map_type2(rmod.full_model(_data_from(W, 200, 2), tau=0.0), taus=taus)
+    rich = rmod.fit_map_type2(rmod.full_model(_data_from(W, 200, 2), tau=0.0), grid=taus)
     assert plain["_optimizer"]["tau"] <= 0.0625
     assert rich["_optimizer"]["tau"] >= 1.0
     # the returned point is the chosen scale's MAP: W departs from rank one only with tau > 0
@@ -54,7 +54,7 @@ def test_evidence_at_tau_zero_is_the_rank_one_models():
     """At tau = 0 the deviation has its prior only: the evidence is rank-one's Laplace
     evidence, computed here from the rank-one model itself."""
     data = _data_from(rank_one_logits([1.0, 0.5, 0.0, -0.5, -1.0]), 120, 3)
-    point = rmod.fit_map_type2(rmod.full_model(data, tau=0.0), taus=(0.0,))
+    point = rmod.fit_map_type2(rmod.full_model(data, tau=0.0), grid=(0.0,))
     engine = CompiledMAP(rmod.rank_one_model(data).model)
     out = engine.fit(seed=0)
     n_u = M - 1  # u_raw comes first in the raveled point, then the ballot-length block
@@ -80,7 +80,7 @@ def test_fit_map_type2_needs_a_fixed_scale_and_checks_it():
         rmod.full_model(data, tau=-1.0)
     with pytest.raises(ValueError, match="noncentered"):
         rmod.full_model(data, tau=1.0, parametrization="centered")
-    with pytest.raises(ValueError, match="taus is empty"):
-        rmod.fit_map_type2(rmod.full_model(data, tau=0.0), taus=())
+    with pytest.raises(ValueError, match="grid is empty"):
+        rmod.fit_map_type2(rmod.full_model(data, tau=0.0), grid=())
     with pytest.raises(ValueError, match="positions must be one of"):
         rmod.rank_one_model(data, positions="convex")
