@@ -19,7 +19,9 @@ is the most probable complete order of each draw (:func:`pm_perm.preferences.ana
 consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
 says nothing about uncertainty: use ``--fit nuts`` for that. The full model's MAP chooses its
 deviation scale ``tau`` by the Laplace evidence (:func:`pm_perm.preferences.models.fit_map_type2`;
-the diagnostics hold the evidence of each scale); NUTS integrates it.
+the diagnostics hold the evidence of each scale); NUTS integrates it. The rank-one model's MAP
+chooses its position profile the same way, between Plackett-Luce's first-order (harmonic)
+profile and the linear one (``position_mix`` 0 to 1), unless ``--learn-positions``.
 
 Comparison (:func:`compare_models`): unless the model is one-population Plackett-Luce, the
 chosen model is scored against Plackett-Luce on the held-out ballots (or, without held-out
@@ -225,13 +227,12 @@ def _fit(args, train):
         kwargs["learn_positions"] = args.learn_positions
     if args.model == "full" and args.fit == "nuts":
         kwargs["parametrization"] = "auto"  # centred for many ballots per entry of W
-    if args.model == "full" and args.fit == "map":
-        kwargs["tau"] = 0.0  # a fixed scale, chosen by the Laplace evidence (fit_map_type2)
+    if args.fit == "map":
+        kwargs.update(_type2_kwargs(args.model, args.learn_positions))
     rm = getattr(rmod, MODELS[args.model])(train, **kwargs)
     if args.fit == "map":
         starts = args.starts or (1 if args.components == 1 else 3)
-        fit_map = rmod.fit_map_type2 if args.model == "full" else rmod.fit_map
-        point = fit_map(rm, seed=args.seed, n_starts=starts)
+        point = _map_fitter(rm)(rm, seed=args.seed, n_starts=starts)
         diag = point.pop("_optimizer")
         return rmod.posterior_params(point, args.model), diag, {"starts": starts}
     _status(f"NUTS: {args.chains} chains x {args.draws} draws ({args.tune} tuning)")
@@ -248,6 +249,27 @@ def _fit(args, train):
                "target_accept": args.target_accept, "sampler": idata.attrs.get("pm_perm_sampler"),
                "parametrization": rm.parametrization}
     return post, diag, sampler
+
+
+def _type2_kwargs(model, learn_positions):
+    """Builder arguments of a MAP fit whose hyperparameter ``fit_map_type2`` chooses by the
+    Laplace evidence: the full model's deviation scale ``tau``; the rank-one model's position
+    profile, a mix of the harmonic and linear ones (unless ``--learn-positions``)."""
+    if model == "full":
+        return {"tau": 0.0}
+    if model == "rank-one" and not learn_positions:
+        return {"positions": 0.0}
+    return {}
+
+
+def _map_fitter(rm):
+    """``fit_map_type2`` for a model built with a type-II hyperparameter, else ``fit_map``."""
+    from pm_perm.preferences import models as rmod
+
+    names = rm.model.named_vars
+    type2 = "position_mix" in names or ("tau" in names
+                                        and rm.model["tau"] not in rm.model.free_RVs)
+    return rmod.fit_map_type2 if type2 else rmod.fit_map
 
 
 def _thin(post, max_draws, seed):
@@ -423,13 +445,12 @@ def _map_scores(args, model, components, splits, data):
         post, _, _ = _fit(sub, splits[0][0])
         return _per_ballot(post, model, splits[0][1], fit="map", max_draws=None,
                            seed=args.seed)
-    kwargs = {"components": components, "prior_sigma": args.prior_sigma}
+    kwargs = {"components": components, "prior_sigma": args.prior_sigma,
+              **_type2_kwargs(model, sub.learn_positions)}
     if model == "rank-one":
         kwargs["learn_positions"] = sub.learn_positions
-    if model == "full":
-        kwargs["tau"] = 0.0
     rm = getattr(rmod, MODELS[model])(data, **kwargs)
-    fit_map = rmod.fit_map_type2 if model == "full" else rmod.fit_map
+    fit_map = _map_fitter(rm)
     parts = []
     for train, test in splits:
         point = fit_map(rmod.set_counts(rm, train), seed=args.seed,

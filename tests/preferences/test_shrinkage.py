@@ -84,3 +84,20 @@ def test_fit_map_type2_needs_a_fixed_scale_and_checks_it():
         rmod.fit_map_type2(rmod.full_model(data, tau=0.0), grid=())
     with pytest.raises(ValueError, match="positions must be one of"):
         rmod.rank_one_model(data, positions="convex")
+
+
+def test_position_mix_follows_the_profile_the_data_were_drawn_with():
+    """rank_one_model(positions=<mix>) + fit_map_type2: the evidence picks the harmonic end
+    (0) on data drawn with the harmonic profile and the linear end (1) on data drawn with the
+    linear one (scaled to the same range)."""
+    M6 = 6
+    u = np.array([2.0, 1.2, 0.4, -0.4, -1.2, -2.0])
+    h = rmod.harmonic_positions(M6)
+    lin = np.linspace(h[0], 0.0, M6)
+    chosen = []
+    for c, seed in ((h, 5), (lin, 6)):
+        data = simulate_rankings(1500, logits=rank_one_logits(u, c), rng=seed)
+        point = rmod.fit_map_type2(rmod.rank_one_model(data, positions=0.5), patience=None)
+        assert sorted(point["_optimizer"]["log_evidence"]) == list(rmod.POSITION_MIX_GRID)
+        chosen.append(point["_optimizer"]["position_mix"])
+    assert chosen == [0.0, 1.0]
