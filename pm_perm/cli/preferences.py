@@ -414,8 +414,9 @@ CHECK_MAX_BALLOTS = 1000
 
 
 def _per_ballot(post, family, data, *, fit, max_draws, seed):
-    """Log-likelihood of each BALLOT of ``data`` (plug-in for MAP, lpd for NUTS): one value per
-    ballot (each distinct order's value repeated by its count)."""
+    """Log-likelihood of the ballots of ``data`` (plug-in for MAP, lpd for NUTS):
+    ``(values, counts)``, one value per distinct order and its number of ballots (the ballots
+    are never expanded: counts of any size cost the distinct orders only)."""
     from scipy.special import logsumexp
 
     from pm_perm.preferences.posterior import pointwise_loglik
@@ -424,7 +425,7 @@ def _per_ballot(post, family, data, *, fit, max_draws, seed):
     lpd = ll[0] if fit == "map" else logsumexp(ll, axis=0) - np.log(ll.shape[0])
     if not np.all(np.isfinite(lpd)):
         raise RuntimeError("a fitted model gives a non-finite log-likelihood to some ballots")
-    return np.repeat(lpd, data.counts)
+    return lpd, data.counts.astype(np.float64)
 
 
 def _map_scores(args, model, components, splits, data):
@@ -457,14 +458,25 @@ def _map_scores(args, model, components, splits, data):
                         n_starts=1 if components == 1 else 3)
         post = rmod.posterior_params(point, model)
         parts.append(_per_ballot(post, model, test, fit="map", max_draws=None, seed=args.seed))
-    return np.concatenate(parts)
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+
+def _mean(score):
+    """Mean per ballot of a ``(values, counts)`` score."""
+    values, counts = score
+    return float(counts @ values / counts.sum())
 
 
 def _difference(a, b):
-    """Mean and standard error of the per-ballot difference ``a - b``."""
-    d = a - b
-    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("inf")
-    return float(d.mean()), se
+    """Mean and standard error of the per-ballot difference ``a - b`` of two scores of the same
+    ballots (``(values, counts)``, counts equal): the weighted mean and the standard error of
+    the mean over the ``n = sum(counts)`` ballots (sample variance with ``n - 1``)."""
+    (va, w), (vb, _) = a, b
+    n = w.sum()
+    d = va - vb
+    mean = float(w @ d / n)
+    se = float(np.sqrt(w @ (d - mean) ** 2 / (n - 1) / n)) if n > 1 else float("inf")
+    return mean, se
 
 
 def compare_models(args, data, train, heldout, post):
@@ -525,10 +537,10 @@ def compare_models(args, data, train, heldout, post):
         if (m, k) not in scores:
             scores[(m, k)] = _map_scores(args, m, k, splits, data)
     label = {key: f"{key[0]} (K={key[1]})" for key in scores}
-    rows = [{"model": m, "components": k, "loglik_per_ballot": float(v.mean()),
+    rows = [{"model": m, "components": k, "loglik_per_ballot": _mean(v),
              "difference_to_chosen": list(_difference(v, scores[chosen]))}
             for (m, k), v in scores.items()]
-    best = max(scores, key=lambda key: scores[key].mean())
+    best = max(scores, key=lambda key: _mean(scores[key]))
     pl = scores[("plackett-luce", 1)]
     diff, se = _difference(scores[chosen], pl)
     loses = bool(chosen != ("plackett-luce", 1) and diff < -NOISE_SE * se)
@@ -538,7 +550,7 @@ def compare_models(args, data, train, heldout, post):
             f"{-diff:.3f} nats per ballot worse (standard error {se:.3f}; more than "
             f"{NOISE_SE:g} standard errors, so not noise). On these data prefer --model "
             "plackett-luce (or see --compare)", RuntimeWarning, stacklevel=2)
-    return {"method": method, "n_ballots": int(pl.size),
+    return {"method": method, "n_ballots": int(pl[1].sum()),
             "noise": f"{NOISE_SE:g} standard errors of the per-ballot difference",
             "models": rows, "best": label[best], "chosen_loses_to_plackett_luce": loses,
             "skipped": None}

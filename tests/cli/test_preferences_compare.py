@@ -86,3 +86,17 @@ def test_check_skipped_on_large_data_without_heldout_ballots_says_so(tmp_path, c
     comp = json.loads(out.read_text())["comparison"]
     assert comp["models"] == [] and "not compared with Plackett-Luce" in comp["skipped"]
     assert "--heldout-fraction or --compare" in capsys.readouterr().err
+
+
+def test_differences_are_per_ballot_without_expanding_the_counts():
+    """The comparison weighs each distinct order by its count: the same mean and standard
+    error as on the ballots expanded one per row, and counts of any size cost nothing more."""
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=6), rng.normal(size=6)
+    counts = np.array([1.0, 3.0, 2.0, 5.0, 1.0, 4.0])
+    d = np.repeat(a - b, counts.astype(int))
+    mean, se = rankings_cli._difference((a, counts), (b, counts))
+    assert mean == pytest.approx(d.mean()) and se == pytest.approx(d.std(ddof=1) / np.sqrt(d.size))
+    assert rankings_cli._mean((a, counts)) == pytest.approx(np.repeat(a, counts.astype(int)).mean())
+    mean, se = rankings_cli._difference((a, counts * 1e12), (b, counts * 1e12))
+    assert mean == pytest.approx(d.mean()) and 0 < se < 1e-5
