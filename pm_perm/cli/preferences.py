@@ -17,7 +17,18 @@ observed (partial) orders, the ballot length not included: under MAP the plug-in
 ``log mean_draws p(order | draw)`` (over at most ``--max-loglik-draws`` draws). The consensus
 is the most probable complete order of each draw (:func:`pm_perm.preferences.analysis.
 consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
-says nothing about uncertainty: use ``--fit nuts`` for that.
+says nothing about uncertainty: use ``--fit nuts`` for that. The full model's MAP chooses its
+deviation scale ``tau`` by the Laplace evidence (:func:`pm_perm.preferences.models.fit_map_type2`;
+the diagnostics hold the evidence of each scale); NUTS integrates it. The rank-one model's MAP
+chooses its position profile the same way, between Plackett-Luce's first-order (harmonic)
+profile and the linear one (``position_mix`` 0 to 1), unless ``--learn-positions``.
+
+Comparison (:func:`compare_models`): unless the model is one-population Plackett-Luce, the
+chosen model is scored against Plackett-Luce on the held-out ballots (or, without held-out
+ballots and for at most ``CHECK_MAX_BALLOTS`` ballots, by ``CV_FOLDS``-fold cross-validation),
+and a warning says when it loses by more than noise (2 standard errors of the per-ballot
+difference): richer models can lose on small data. ``--compare`` adds rank-one and full and
+prints which model wins.
 
 JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``,
 ``train`` / ``heldout`` (``loglik_per_ranking``, ``n_rankings``, ``n_distinct``), ``logits``
@@ -25,7 +36,8 @@ JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``
 last: MAP, or posterior mean under NUTS; ``null`` for Plackett-Luce, which has ``utilities``
 instead, and for mixtures, whose ``blocs`` list each component's weight, logits and consensus),
 ``consensus`` (item names first to last), ``consensus_posterior``, ``position_marginals``,
-``diagnostics``, ``sampler``, ``timings``, ``warnings`` (sampler, numerical and JSON
+``diagnostics``, ``comparison`` (:func:`compare_models`; ``null`` when not run), ``sampler``,
+``timings``, ``warnings`` (sampler, numerical and JSON
 warnings), ``output_errors`` (only when an output could not be written) and ``run``, what is
 needed to reproduce the run, as for ``pm-perm learn-to-rank``
 (:func:`pm_perm.cli.learning_to_rank.run_record`: version, argv, settings, seed, draws/tune/chains,
@@ -109,6 +121,10 @@ def add_parser(subparsers):
                      help="NUTS: target acceptance rate, in (0, 1) (default 0.9)")
     fit.add_argument("--max-loglik-draws", type=POSITIVE_INT, default=200,
                      help="NUTS: posterior draws used for log-likelihoods and plots (default 200)")
+    fit.add_argument("--compare", action="store_true",
+                     help="also fit Plackett-Luce, rank-one and full by MAP and compare them with "
+                     "the chosen model on the held-out ballots (or, without "
+                     f"--heldout-fraction, by {CV_FOLDS}-fold cross-validation over ballots)")
     out = p.add_argument_group("output")
     out.add_argument("--json", metavar="OUT.json", required=True,
                      help="results as JSON" + STDOUT_HELP)
@@ -211,10 +227,12 @@ def _fit(args, train):
         kwargs["learn_positions"] = args.learn_positions
     if args.model == "full" and args.fit == "nuts":
         kwargs["parametrization"] = "auto"  # centred for many ballots per entry of W
+    if args.fit == "map":
+        kwargs.update(_type2_kwargs(args.model, args.learn_positions))
     rm = getattr(rmod, MODELS[args.model])(train, **kwargs)
     if args.fit == "map":
         starts = args.starts or (1 if args.components == 1 else 3)
-        point = rmod.fit_map(rm, seed=args.seed, n_starts=starts)
+        point = _map_fitter(rm)(rm, seed=args.seed, n_starts=starts)
         diag = point.pop("_optimizer")
         return rmod.posterior_params(point, args.model), diag, {"starts": starts}
     _status(f"NUTS: {args.chains} chains x {args.draws} draws ({args.tune} tuning)")
@@ -231,6 +249,27 @@ def _fit(args, train):
                "target_accept": args.target_accept, "sampler": idata.attrs.get("pm_perm_sampler"),
                "parametrization": rm.parametrization}
     return post, diag, sampler
+
+
+def _type2_kwargs(model, learn_positions):
+    """Builder arguments of a MAP fit whose hyperparameter ``fit_map_type2`` chooses by the
+    Laplace evidence: the full model's deviation scale ``tau``; the rank-one model's position
+    profile, a mix of the harmonic and linear ones (unless ``--learn-positions``)."""
+    if model == "full":
+        return {"tau": 0.0}
+    if model == "rank-one" and not learn_positions:
+        return {"positions": 0.0}
+    return {}
+
+
+def _map_fitter(rm):
+    """``fit_map_type2`` for a model built with a type-II hyperparameter, else ``fit_map``."""
+    from pm_perm.preferences import models as rmod
+
+    names = rm.model.named_vars
+    type2 = "position_mix" in names or ("tau" in names
+                                        and rm.model["tau"] not in rm.model.free_RVs)
+    return rmod.fit_map_type2 if type2 else rmod.fit_map
 
 
 def _thin(post, max_draws, seed):
@@ -272,6 +311,7 @@ def _run_rankings(args):
             post, diag, sampler = _fit(args, train)
             t_fit = time.perf_counter() - t_fit
             result, figures = _report(args, data, train, heldout, post, diag)
+            result["comparison"] = compare_models(args, data, train, heldout, post)
     except KeyboardInterrupt:
         print("pm-perm preferences: interrupted (Ctrl-C) before the fit finished; nothing was "
               "written", file=sys.stderr)
@@ -363,6 +403,172 @@ def _report(args, data, train, heldout, post, diag):
     return result, figures
 
 
+#: Cross-validation folds of ``--compare`` (and of the default check) without held-out ballots.
+CV_FOLDS = 5
+#: A model "loses by more than noise" when its mean per-ballot held-out log-likelihood is below
+#: the other's by more than this many standard errors of the per-ballot difference.
+NOISE_SE = 2.0
+#: Without held-out ballots the default check runs a cross-validation only up to this many
+#: ballots (where it costs seconds, and where the richer models can lose).
+CHECK_MAX_BALLOTS = 1000
+
+
+def _per_ballot(post, family, data, *, fit, max_draws, seed):
+    """Log-likelihood of the ballots of ``data`` (plug-in for MAP, lpd for NUTS):
+    ``(values, counts)``, one value per distinct order and its number of ballots (the ballots
+    are never expanded: counts of any size cost the distinct orders only)."""
+    from scipy.special import logsumexp
+
+    from pm_perm.preferences.posterior import pointwise_loglik
+
+    ll = pointwise_loglik(post, family, data.orders, max_draws=max_draws, rng=seed)
+    lpd = ll[0] if fit == "map" else logsumexp(ll, axis=0) - np.log(ll.shape[0])
+    if not np.all(np.isfinite(lpd)):
+        raise RuntimeError("a fitted model gives a non-finite log-likelihood to some ballots")
+    return lpd, data.counts.astype(np.float64)
+
+
+def _map_scores(args, model, components, splits, data):
+    """Per-ballot scores of ``model`` fitted by MAP on each split's training part.
+
+    ``splits``: ``[(train, test)]`` (RankingData, held-out ballots), or cross-validation folds
+    ``[(train_counts, test)]`` with the training counts aligned with ``data``'s distinct
+    orders: one model is built on ``data`` and each fold only sets its counts
+    (:func:`~pm_perm.preferences.models.set_counts`), so the compiled functions are reused."""
+    import argparse
+
+    from pm_perm.preferences import models as rmod
+
+    sub = argparse.Namespace(**{**vars(args), "model": model, "components": components,
+                                "fit": "map", "starts": None,
+                                "learn_positions": args.learn_positions and model == "rank-one"})
+    if not isinstance(splits[0][0], np.ndarray):
+        post, _, _ = _fit(sub, splits[0][0])
+        return _per_ballot(post, model, splits[0][1], fit="map", max_draws=None,
+                           seed=args.seed)
+    kwargs = {"components": components, "prior_sigma": args.prior_sigma,
+              **_type2_kwargs(model, sub.learn_positions)}
+    if model == "rank-one":
+        kwargs["learn_positions"] = sub.learn_positions
+    rm = getattr(rmod, MODELS[model])(data, **kwargs)
+    fit_map = _map_fitter(rm)
+    parts = []
+    for train, test in splits:
+        point = fit_map(rmod.set_counts(rm, train), seed=args.seed,
+                        n_starts=1 if components == 1 else 3)
+        post = rmod.posterior_params(point, model)
+        parts.append(_per_ballot(post, model, test, fit="map", max_draws=None, seed=args.seed))
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+
+
+def _mean(score):
+    """Mean per ballot of a ``(values, counts)`` score."""
+    values, counts = score
+    return float(counts @ values / counts.sum())
+
+
+def _difference(a, b):
+    """Mean and standard error of the per-ballot difference ``a - b`` of two scores of the same
+    ballots (``(values, counts)``, counts equal): the weighted mean and the standard error of
+    the mean over the ``n = sum(counts)`` ballots (sample variance with ``n - 1``)."""
+    (va, w), (vb, _) = a, b
+    n = w.sum()
+    d = va - vb
+    mean = float(w @ d / n)
+    se = float(np.sqrt(w @ (d - mean) ** 2 / (n - 1) / n)) if n > 1 else float("inf")
+    return mean, se
+
+
+def compare_models(args, data, train, heldout, post):
+    """Score the chosen model against the others on ballots it was not fitted to.
+
+    ``--compare``: Plackett-Luce, rank-one and full (one population each, MAP), and the chosen
+    model as fitted. By default (no ``--compare``): the chosen model against Plackett-Luce
+    (one population, MAP) only, unless the chosen model IS one-population Plackett-Luce. The
+    ballots scored: the held-out ones when ``--heldout-fraction`` is given (the chosen model's
+    scores are those of its fit, MAP or NUTS); otherwise a ``CV_FOLDS``-fold cross-validation
+    over the ballots, every model fitted by MAP on each fold's training part (by default only
+    for at most ``CHECK_MAX_BALLOTS`` ballots: beyond that the check is skipped and the result
+    says so).
+
+    "Noise": ``NOISE_SE`` standard errors of the per-ballot difference of held-out
+    log-likelihoods (paired over the same ballots). When the chosen model's mean is below
+    Plackett-Luce's by more than that, a warning says so (recorded in the JSON's
+    ``warnings``); with ``--compare`` the summary also says which model wins.
+
+    Returns
+    -------
+    dict or None
+        ``None`` for one-population Plackett-Luce without ``--compare``; else ``method``,
+        ``n_ballots``, ``noise``, ``models`` (each ``model``, ``components``,
+        ``loglik_per_ballot``, ``difference_to_chosen`` = [mean, se] of other - chosen), ``best``
+        (the label of the highest mean; ``null`` when skipped), ``chosen_loses_to_plackett_luce``
+        and ``skipped`` (why not checked, or ``null``).
+    """
+    chosen = (args.model, args.components)
+    if not args.compare and chosen == ("plackett-luce", 1):
+        return None
+    if heldout is not None:
+        splits, method = [(train, heldout)], "held-out ballots"
+    elif args.compare or data.n_rankings <= CHECK_MAX_BALLOTS:
+        # the folds of data.ballot_folds (each ballot to one fold), as counts aligned with the
+        # data's distinct orders (ballot_folds' parts drop the orders a part lacks)
+        parts = np.random.default_rng(args.seed).multinomial(data.counts,
+                                                             np.full(CV_FOLDS, 1 / CV_FOLDS))
+        splits = [(data.counts - parts[:, k], data.with_counts(parts[:, k]))
+                  for k in range(CV_FOLDS)]
+        method = f"{CV_FOLDS}-fold cross-validation over ballots (MAP fits)"
+    else:
+        skipped = (f"no held-out ballots and more than {CHECK_MAX_BALLOTS} ballots: the model "
+                   "was not compared with Plackett-Luce (use --heldout-fraction or --compare)")
+        _status(skipped)
+        return {"method": None, "n_ballots": 0, "noise": None, "models": [], "best": None,
+                "chosen_loses_to_plackett_luce": None, "skipped": skipped}
+    candidates = [(m, 1) for m in MODELS] if args.compare else [("plackett-luce", 1)]
+    _status(f"comparing with {', '.join(m for m, _ in candidates if (m, 1) != chosen)} on "
+            f"{method}")
+    if heldout is not None:
+        scores = {chosen: _per_ballot(_thin(post, args.max_loglik_draws, args.seed),
+                                      args.model, heldout, fit=args.fit,
+                                      max_draws=args.max_loglik_draws, seed=args.seed)}
+    else:
+        scores = {chosen: _map_scores(args, args.model, args.components, splits, data)}
+    for m, k in candidates:
+        if (m, k) not in scores:
+            scores[(m, k)] = _map_scores(args, m, k, splits, data)
+    label = {key: f"{key[0]} (K={key[1]})" for key in scores}
+    rows = [{"model": m, "components": k, "loglik_per_ballot": _mean(v),
+             "difference_to_chosen": list(_difference(v, scores[chosen]))}
+            for (m, k), v in scores.items()]
+    best = max(scores, key=lambda key: _mean(scores[key]))
+    pl = scores[("plackett-luce", 1)]
+    diff, se = _difference(scores[chosen], pl)
+    loses = bool(chosen != ("plackett-luce", 1) and diff < -NOISE_SE * se)
+    if loses:
+        warnings.warn(
+            f"the chosen model ({label[chosen]}) loses to Plackett-Luce on {method}: "
+            f"{-diff:.3f} nats per ballot worse (standard error {se:.3f}; more than "
+            f"{NOISE_SE:g} standard errors, so not noise). On these data prefer --model "
+            "plackett-luce (or see --compare)", RuntimeWarning, stacklevel=2)
+    return {"method": method, "n_ballots": int(pl[1].sum()),
+            "noise": f"{NOISE_SE:g} standard errors of the per-ballot difference",
+            "models": rows, "best": label[best], "chosen_loses_to_plackett_luce": loses,
+            "skipped": None}
+
+
+def _comparison_lines(comparison):
+    if not comparison or comparison["skipped"] or not comparison["models"]:
+        return []
+    lines = [f"  compared on {comparison['method']} ({comparison['n_ballots']} ballots; noise = "
+             f"{comparison['noise']}):"]
+    for r in comparison["models"]:
+        mean, se = r["difference_to_chosen"]
+        lines.append(f"    {r['model']:>14} (K={r['components']}) {r['loglik_per_ballot']:.4f} "
+                     f"per ballot ({mean:+.4f} +- {se:.4f} vs the chosen model)")
+    lines.append(f"    best: {comparison['best']}")
+    return lines
+
+
 def format_summary(result):
     """A few lines for the terminal: fit per ballot and the consensus."""
 
@@ -374,6 +580,7 @@ def format_summary(result):
         lines.append(f"  heldout log-likelihood per ballot "
                      f"{result['heldout']['loglik_per_ranking']:.4f} "
                      f"({result['heldout']['n_rankings']} ballots)")
+    lines += _comparison_lines(result.get("comparison"))
     if result["fit"] == "map":  # one point, no posterior: the order has no probability to show
         lines.append("  consensus (most probable complete order at the MAP estimate): "
                      + " > ".join(result["consensus"]))

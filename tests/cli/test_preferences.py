@@ -249,6 +249,7 @@ def test_map_failure_exits_3(ballots, tmp_path, capsys, monkeypatch):
         raise MapFitError("MAP fit of the full model (K=1) failed: did not converge")
 
     monkeypatch.setattr(rmod, "fit_map", fails)
+    monkeypatch.setattr(rmod, "fit_map_type2", fails)  # the full model's MAP (issue 53)
     out = tmp_path / "out.json"
     assert main(["preferences", str(ballots), "--json", str(out)]) == 3
     err = capsys.readouterr().err
@@ -264,6 +265,7 @@ def test_interrupt_exits_130_and_writes_nothing(ballots, tmp_path, capsys, monke
         raise (KeyboardInterrupt() if fit == "map" else SamplingInterrupted("Ctrl-C"))
 
     monkeypatch.setattr(rmod, f"fit_{fit}", interrupted)
+    monkeypatch.setattr(rmod, "fit_map_type2", interrupted)  # the full model's MAP (issue 53)
     before = sorted(p.name for p in tmp_path.iterdir())
     assert main(["preferences", str(ballots), "--fit", fit, "--json", str(tmp_path / "o.json"),
                  "--plots", str(tmp_path / "plots")]) == 130

@@ -60,7 +60,8 @@ def test_likelihood_matches_brute_force(family, builder, kwargs):
 def test_rank_one_map_recovers_utilities():
     u = np.array([1.5, 0.5, -0.5, -1.5]) * 1.5
     data = simulate_rankings(6000, logits=rank_one_logits(u), length_probs=LENGTHS, rng=2)
-    point = rmod.fit_map(rmod.rank_one_model(data), seed=0)
+    # drawn with the linear profile of rank_one_logits: fitted with the same profile
+    point = rmod.fit_map(rmod.rank_one_model(data, positions="linear"), seed=0)
     assert point["_optimizer"]["n_converged"] == 1
     # 6,000 ballots: the MAP is within ~0.1 of the truth (prior sigma 3 barely shrinks)
     np.testing.assert_allclose(point["u"][0], u - u.mean(), atol=0.2)
@@ -252,7 +253,7 @@ def _potential_model(data, family):
             pm.Deterministic("u", u[None], dims=("component", "item"))
             total = plackett_luce_loglik_sum(u, data.orders, data.counts)
         else:
-            W = u[:, None] * rank_one_logits(np.ones(M))[0][None, :]  # c_j, fixed
+            W = u[:, None] * rmod.harmonic_positions(M)[None, :]  # c_j, fixed (the default)
             if family == "full":
                 tau = pm.HalfNormal("tau", 1.0)
                 delta = pm.Normal("delta_raw", 0.0, 1.0,
@@ -400,7 +401,7 @@ def test_centred_full_model_is_the_same_model(components):
                   for m in (nc, ce))
     K, M = components, 4
     B = rmod.zero_sum_basis(M)
-    c = np.linspace(1.0, 0.0, M)
+    c = rmod.harmonic_positions(M)  # the default fixed profile
     for _ in range(3):
         zu = rng.normal(size=(K, M - 1))
         tau = rng.uniform(0.2, 2.0)
