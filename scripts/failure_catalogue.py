@@ -226,9 +226,9 @@ def _pl_weights_set_to_inf():
     from pm_perm import PlackettLuce
 
     with pm.Model() as model:
-        w = pm.Data("w", 1.0)
-        PlackettLuce("r", np.zeros(3), weights=w, observed=np.array([0, 1, 2]))
-    model.set_data("w", np.inf)
+        w = pm.Data("w", np.array([1.0]))
+        PlackettLuce("r", np.zeros(3), weights=w, observed=np.array([[0, 1, 2]]))
+    model.set_data("w", np.array([np.inf]))
     return model.compile_logp()({})
 
 

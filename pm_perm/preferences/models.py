@@ -639,7 +639,7 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
     if engine is None:
         # a mixture's objective per ballot: L-BFGS-B then fits counts of any size
         engine = _COMPILED_MAP[rm.model] = CompiledMAP(
-            rm.model, scale=rm.model["n_ballots"] if rm.components > 1 else None)
+            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None)
     engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
     best, messages, n_converged = None, [], 0
     for s in range(n_starts):

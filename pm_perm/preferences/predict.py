@@ -315,7 +315,7 @@ def _order_law(rv, var_name, size=None):
             if p.kind is p.POSITIONAL_OR_KEYWORD]
     kwargs = dict(zip(keys, params, strict=False))
     for key, param, core in zip(keys, params, op.ndims_params, strict=False):
-        if key in ("weights", "length_probs"):
+        if key in ("weights", "length_probs", "pattern"):
             kwargs[key] = None  # the counts and the ballot length are not the order's event
         else:
             _check_shared(param, core, key, var_name)

@@ -63,6 +63,9 @@ INHERITED = {
     "pm_perm.ops.permanent._KernelBlockwise": "PyTensor's Blockwise with a Python-linker perform "
     "that loops in compiled code: numba and JAX compile it as any Blockwise, with the core Op's "
     "own implementation",
+    "pm_perm.ops.latent.LatentPermutationGuard": "a ViewOp (identity) marking a latent "
+    "permutation's value: PyTensor's rewrites remove it before compiling, and numba and JAX "
+    "compile any ViewOp left as the identity (their ViewOp registrations)",
 }
 
 #: SymbolicRandomVariables: PyTensor inlines their inner graph before compiling on either backend
