@@ -108,13 +108,13 @@ def _mixture_parts(weights, components, value):
 def _ranking_mixture_logp(op, values, rng, weights, *components, **kwargs):
     (value,) = values
     joint, counts = _mixture_parts(weights, components, value)
-    ll = pt.logsumexp(joint, axis=-1)
-    if counts is not None:
-        ll = per_ballot(ll, counts)
-    return check_parameters(
-        ll, pt.all(pt.ge(weights, 0)), pt.all(pt.le(weights, 1)),
+    # the parameter check on the distinct rows, then the repeat per ballot: the summed logp is
+    # then Sum(repeat_rows(...)), which the ballots rewrite turns into a sum per distinct row
+    ll = check_parameters(
+        pt.logsumexp(joint, axis=-1), pt.all(pt.ge(weights, 0)), pt.all(pt.le(weights, 1)),
         pt.all(pt.isclose(pt.sum(weights, axis=-1), 1)),
         msg="0 <= w <= 1, sum(w) == 1")
+    return ll if counts is None else per_ballot(ll, counts)
 
 
 def mixture_memberships(rv, value):

@@ -765,7 +765,8 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
         raise ValueError(f"grid is empty: give at least one value of {name}")
     engine = _COMPILED_MAP.get(rm.model)
     if engine is None:
-        engine = _COMPILED_MAP[rm.model] = CompiledMAP(rm.model)
+        engine = _COMPILED_MAP[rm.model] = CompiledMAP(
+            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None)
     engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
     keep = None
     evidence, best = {}, None

@@ -240,8 +240,8 @@ def test_bad_n_next_posterior_and_model_raise(small):
         predict_next(per_row, {"u": np.zeros((2, 3))}, [0])
     rm = rmod.plackett_luce_model(simulate_rankings(10, utilities=[1.0, 0, -1], rng=3),
                                   components=2)
-    with pytest.raises(ValueError, match="is a pm.Potential"):
-        predict_next(rm.model, {}, [0])
+    with pytest.raises(ValueError, match="the posterior has no 'u_raw'"):
+        predict_next(rm.model, {}, [0])  # a mixture model (a RankingMixture) without draws
 
 
 def test_find_map_point_of_a_user_model():
