@@ -598,6 +598,18 @@ def _checked_counts(counts, n):
 _COMPILED_MAP = weakref.WeakKeyDictionary()  # pm.Model -> CompiledMAP
 
 
+def _map_engine(rm, lbfgs_memory):
+    """The model's one :class:`CompiledMAP` (compiled once, reused by every MAP fit of ``rm``),
+    with the L-BFGS-B memory set. A mixture's objective is per ballot, so L-BFGS-B fits counts
+    of any size."""
+    engine = _COMPILED_MAP.get(rm.model)
+    if engine is None:
+        engine = _COMPILED_MAP[rm.model] = CompiledMAP(
+            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None)
+    engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
+    return engine
+
+
 def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
     """MAP estimate (L-BFGS-B, as ``pm.find_MAP``), best of ``n_starts`` jittered starts.
 
@@ -635,12 +647,7 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
         raise ValueError("the centred full model has no MAP (its density grows without bound as "
                          "tau -> 0); build it with full_model(..., parametrization='noncentered') "
                          "for fit_map, and use the centred one for NUTS (fit_nuts)")
-    engine = _COMPILED_MAP.get(rm.model)
-    if engine is None:
-        # a mixture's objective per ballot: L-BFGS-B then fits counts of any size
-        engine = _COMPILED_MAP[rm.model] = CompiledMAP(
-            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None)
-    engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
+    engine = _map_engine(rm, lbfgs_memory)
     best, messages, n_converged = None, [], 0
     for s in range(n_starts):
         try:
@@ -763,11 +770,7 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
     grid = sorted(check(t) for t in (default if grid is None else grid))
     if not grid:
         raise ValueError(f"grid is empty: give at least one value of {name}")
-    engine = _COMPILED_MAP.get(rm.model)
-    if engine is None:
-        engine = _COMPILED_MAP[rm.model] = CompiledMAP(
-            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None)
-    engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
+    engine = _map_engine(rm, lbfgs_memory)
     keep = None
     evidence, best = {}, None
     for i, t in enumerate(grid):
