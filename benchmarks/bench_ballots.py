@@ -101,6 +101,7 @@ def loo_timings(data):
     import arviz as az
     import xarray as xr
 
+    from pm_perm.preferences import fitting as rfit
     from pm_perm.preferences import models as rmod
     from pm_perm.preferences import posterior as rpost
 
@@ -124,7 +125,7 @@ def loo_timings(data):
         t = time.perf_counter()
         plain = az.loo(draws, pointwise=True, reff=1.0)
         t_loo = time.perf_counter() - t
-        post = rmod.posterior_params(draws, "plackett-luce")
+        post = rfit.posterior_params(draws, "plackett-luce")
         k = (data.orders >= 0).sum(axis=1)
         per_order = (rpost.pointwise_loglik(post, "plackett-luce", data.orders)
                      + np.log(post["length_probs"][:, k]))

@@ -2,7 +2,7 @@
 
 Accuracy: 5-fold cross-validation over BALLOTS (each ballot falls in one fold: multinomial
 thinning of each distinct order's count, seeded) on every PrefLib file given. Per fold, every
-model is fitted by MAP (:func:`pm_perm.preferences.models.fit_map`) on four folds and scored on the
+model is fitted by MAP (:func:`pm_perm.preferences.fitting.fit_map`) on four folds and scored on the
 fifth: the mean natural-log likelihood per held-out ballot of its observed (partial) order,
 ballot length excluded (the same constant for every model). Models: Plackett-Luce, rank-one,
 full, mixtures of full models K = 2..``--max-k`` (K = 1 is the full model), and ``choix``'s
@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.preflib import read_preflib
@@ -50,7 +51,7 @@ def folds_over_ballots(data, n_folds, seed):
 
 
 def heldout_loglik(point, family, test):
-    post = rmod.posterior_params(point, family)
+    post = rfit.posterior_params(point, family)
     ll = rpost.pointwise_loglik(post, family, test.orders)[0]
     return float(test.counts @ ll / test.n_rankings)
 
@@ -90,7 +91,7 @@ def run_accuracy(files, n_folds, max_k, seed, out, results):
         assign = folds_over_ballots(data, n_folds, seed)
         models = MODELS + [(f"full K={k}", rmod.full_model, k) for k in range(2, max_k + 1)]
         # each model is built once on all distinct orders; a fold only sets its counts
-        # (rmod.set_counts), so the compiled functions are reused across folds
+        # (rfit.set_counts), so the compiled functions are reused across folds
         for label, build, K in models + [("choix PL", None, 1)]:
             rm = None if build is None else build(data, components=K)
             for f in range(n_folds):
@@ -101,8 +102,8 @@ def run_accuracy(files, n_folds, max_k, seed, out, results):
                     value = choix_pl(train, test)
                 else:
                     family = label.split(" ")[0]
-                    fold_model = rmod.set_counts(rm, data.counts - assign[:, f])
-                    point = rmod.fit_map(fold_model, seed=seed + f)
+                    fold_model = rfit.set_counts(rm, data.counts - assign[:, f])
+                    point = rfit.fit_map(fold_model, seed=seed + f)
                     value = heldout_loglik(point, family, test)
                 secs = time.perf_counter() - t0
                 entry["folds"].setdefault(label, []).append({"loglik": value, "seconds": secs})
@@ -116,7 +117,7 @@ def run_speed(path, nuts, chains, draws, seed, results, out):
     data = read_preflib(path)
     speed = results.setdefault("speed", {})
     t0 = time.perf_counter()
-    point = rmod.fit_map(rmod.full_model(data, components=3), seed=seed)
+    point = rfit.fit_map(rmod.full_model(data, components=3), seed=seed)
     speed["mixture_K3_map_seconds"] = time.perf_counter() - t0
     speed["mixture_K3_map_iterations"] = point["_optimizer"]["n_iterations"]
     speed["mixture_K3_weights"] = np.asarray(point["mixture_weights"]).tolist()
@@ -126,7 +127,7 @@ def run_speed(path, nuts, chains, draws, seed, results, out):
         import arviz as az
 
         t0 = time.perf_counter()
-        idata = rmod.fit_nuts(rmod.full_model(data), draws=draws, tune=draws, chains=chains,
+        idata = rfit.fit_nuts(rmod.full_model(data), draws=draws, tune=draws, chains=chains,
                               seed=seed)
         secs = time.perf_counter() - t0
         summ = az.summary(idata, var_names=["W"], kind="diagnostics")

@@ -70,6 +70,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.synthetic import simulate_rankings
@@ -83,7 +84,7 @@ SETTINGS = ("complete", "top-k")
 
 def heldout_per_ballot(point, family, test):
     """Held-out log-likelihood of each held-out BALLOT (one value per ballot)."""
-    post = rmod.posterior_params(point, family)
+    post = rfit.posterior_params(point, family)
     ll = rpost.pointwise_loglik(post, family, test.orders)[0]
     return np.repeat(ll, test.counts)
 
@@ -99,15 +100,15 @@ def small_data_set(seed, setting):
 
 #: label -> (family, fit(train) -> point)
 MODELS = {
-    "PL": ("plackett-luce", lambda d, s: rmod.fit_map(rmod.plackett_luce_model(d), seed=s)),
-    "rank-one V0 (linear c)": ("rank-one", lambda d, s: rmod.fit_map(
+    "PL": ("plackett-luce", lambda d, s: rfit.fit_map(rmod.plackett_luce_model(d), seed=s)),
+    "rank-one V0 (linear c)": ("rank-one", lambda d, s: rfit.fit_map(
         rmod.rank_one_model(d, positions="linear"), seed=s)),
-    "full V0 (joint MAP)": ("full", lambda d, s: rmod.fit_map(
+    "full V0 (joint MAP)": ("full", lambda d, s: rfit.fit_map(
         rmod.full_model(d, positions="linear"), seed=s)),
-    "rank-one V1": ("rank-one", lambda d, s: rmod.fit_map(rmod.rank_one_model(d), seed=s)),
-    "full V1 (type-II tau)": ("full", lambda d, s: rmod.fit_map_type2(
+    "rank-one V1": ("rank-one", lambda d, s: rfit.fit_map(rmod.rank_one_model(d), seed=s)),
+    "full V1 (type-II tau)": ("full", lambda d, s: rfit.fit_map_type2(
         rmod.full_model(d, tau=0.0), seed=s, patience=None)),
-    "rank-one V2 (type-II mix)": ("rank-one", lambda d, s: rmod.fit_map_type2(
+    "rank-one V2 (type-II mix)": ("rank-one", lambda d, s: rfit.fit_map_type2(
         rmod.rank_one_model(d, positions=0.0), seed=s, patience=None)),
 }
 

@@ -22,6 +22,7 @@ import argparse
 import numpy as np
 
 from pm_perm.preferences import analysis
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences.data import RankingData
 from pm_perm.preferences.preflib import read_preflib
@@ -47,7 +48,7 @@ def main(argv=None):
     rng = np.random.default_rng(args.seed)
     data = tie_pairs(read_preflib(args.data), args.tie_share, rng)
     rm = rmod.plackett_luce_model(data)
-    post = rmod.posterior_params(rmod.fit_map(rm, seed=args.seed), "plackett-luce")
+    post = rfit.posterior_params(rfit.fit_map(rm, seed=args.seed), "plackett-luce")
     ballots = np.repeat(np.asarray(data.orders), np.asarray(data.counts), axis=0)
     obs = analysis.ballot_statistics(data.orders, data.counts)
     print(f"{data.n_rankings} ballots, {data.n_distinct} distinct orders, M = {data.n_items}")

@@ -20,7 +20,7 @@ import numpy as np
 
 from pm_perm._io import save_figure
 from pm_perm.datasets import data_home
-from pm_perm.preferences import analysis, models, plots, posterior
+from pm_perm.preferences import analysis, fitting, models, plots, posterior
 from pm_perm.preferences.preflib import read_preflib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,9 +46,9 @@ def main(argv=None):
     fits = {}
     for K in (1, args.components):
         t0 = time.perf_counter()
-        point = models.fit_map(models.full_model(data, components=K), seed=0)
+        point = fitting.fit_map(models.full_model(data, components=K), seed=0)
         secs = time.perf_counter() - t0
-        post = models.posterior_params(point, "full")
+        post = fitting.posterior_params(point, "full")
         ll = posterior.pointwise_loglik(post, "full", data.orders)[0]
         fits[K] = post
         report[f"K={K}"] = {"seconds": round(secs, 1),

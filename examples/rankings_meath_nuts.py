@@ -2,7 +2,7 @@
 checks from ``pm.sample_posterior_predictive`` ballots.
 
 Fits the one-population full ranking model, centred (``full_model(...,
-parametrization="auto")``), by NUTS (``models.fit_nuts``: nutpie with its low-rank mass matrix,
+parametrization="auto")``), by NUTS (``fitting.fit_nuts``: nutpie with its low-rank mass matrix,
 ``--chains`` x ``--draws``, as many tuning steps, 2 chains in parallel) or reads a saved posterior
 (``--idata FILE.nc``, as written by ``--save``), then writes the NUTS figures of
 docs/guide/preferences.md and prints what the guide quotes: sampler diagnostics, the posterior of
@@ -27,7 +27,7 @@ import numpy as np
 
 from pm_perm._io import atomic_path, save_figure
 from pm_perm.datasets import data_home
-from pm_perm.preferences import analysis, models, plots, posterior
+from pm_perm.preferences import analysis, fitting, models, plots, posterior
 from pm_perm.preferences.preflib import read_preflib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def _posterior(args, rm):
         secs = None
     else:
         t0 = time.perf_counter()
-        idata = models.fit_nuts(rm, draws=args.draws, tune=args.draws, chains=args.chains,
+        idata = fitting.fit_nuts(rm, draws=args.draws, tune=args.draws, chains=args.chains,
                                 seed=args.seed, cores=2)
         secs = time.perf_counter() - t0
         if args.save:
@@ -87,7 +87,7 @@ def main(argv=None):
     report = {"nuts": diag}
     print("NUTS:", diag, flush=True)
 
-    post = models.posterior_params(idata, "full")
+    post = fitting.posterior_params(idata, "full")
     rng = np.random.default_rng(args.seed)
     keep = np.sort(rng.choice(post["params"].shape[0], min(args.thin, post["params"].shape[0]),
                               replace=False))

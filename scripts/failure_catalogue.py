@@ -253,7 +253,7 @@ def _swap_step_bad_start():
 
 
 def _mixture_point_without_weights():
-    from pm_perm.preferences.models import posterior_params
+    from pm_perm.preferences.fitting import posterior_params
 
     return posterior_params({"W": np.zeros((2, 3, 3)), "length_probs": np.full(4, 0.25)},
                             "full")

@@ -18,7 +18,7 @@ observed (partial) orders, the ballot length not included: under MAP the plug-in
 is the most probable complete order of each draw (:func:`pm_perm.preferences.analysis.
 consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
 says nothing about uncertainty: use ``--fit nuts`` for that. The full model's MAP chooses its
-deviation scale ``tau`` by the Laplace evidence (:func:`pm_perm.preferences.models.fit_map_type2`;
+deviation scale ``tau`` by the Laplace evidence (:func:`pm_perm.preferences.fitting.fit_map_type2`;
 the diagnostics hold the evidence of each scale); NUTS integrates it. The rank-one model's MAP
 chooses its position profile the same way, between Plackett-Luce's first-order (harmonic)
 profile and the linear one (``position_mix`` 0 to 1), unless ``--learn-positions``.
@@ -220,6 +220,7 @@ def _nuts_diagnostics(idata, family, components):
 
 def _fit(args, train):
     from pm_perm.inference import SamplingError, sampler_warnings
+    from pm_perm.preferences import fitting as rfit
     from pm_perm.preferences import models as rmod
 
     kwargs = {"components": args.components, "prior_sigma": args.prior_sigma}
@@ -234,11 +235,11 @@ def _fit(args, train):
         starts = args.starts or (1 if args.components == 1 else 3)
         point = _map_fitter(rm)(rm, seed=args.seed, n_starts=starts)
         diag = point.pop("_optimizer")
-        return rmod.posterior_params(point, args.model), diag, {"starts": starts}
+        return rfit.posterior_params(point, args.model), diag, {"starts": starts}
     _status(f"NUTS: {args.chains} chains x {args.draws} draws ({args.tune} tuning)")
-    idata = rmod.fit_nuts(rm, draws=args.draws, tune=args.tune, chains=args.chains,
+    idata = rfit.fit_nuts(rm, draws=args.draws, tune=args.tune, chains=args.chains,
                           seed=args.seed, target_accept=args.target_accept)
-    post = rmod.posterior_params(idata, args.model)
+    post = rfit.posterior_params(idata, args.model)
     if not all(np.all(np.isfinite(v)) for v in post.values()):
         raise SamplingError("NUTS returned non-finite draws (mixture weights or ballot-length "
                             "probabilities); nothing is reported")
@@ -264,12 +265,12 @@ def _type2_kwargs(model, learn_positions):
 
 def _map_fitter(rm):
     """``fit_map_type2`` for a model built with a type-II hyperparameter, else ``fit_map``."""
-    from pm_perm.preferences import models as rmod
+    from pm_perm.preferences import fitting as rfit
 
     names = rm.model.named_vars
     type2 = "position_mix" in names or ("tau" in names
                                         and rm.model["tau"] not in rm.model.free_RVs)
-    return rmod.fit_map_type2 if type2 else rmod.fit_map
+    return rfit.fit_map_type2 if type2 else rfit.fit_map
 
 
 def _thin(post, max_draws, seed):
@@ -434,9 +435,10 @@ def _map_scores(args, model, components, splits, data):
     ``splits``: ``[(train, test)]`` (RankingData, held-out ballots), or cross-validation folds
     ``[(train_counts, test)]`` with the training counts aligned with ``data``'s distinct
     orders: one model is built on ``data`` and each fold only sets its counts
-    (:func:`~pm_perm.preferences.models.set_counts`), so the compiled functions are reused."""
+    (:func:`~pm_perm.preferences.fitting.set_counts`), so the compiled functions are reused."""
     import argparse
 
+    from pm_perm.preferences import fitting as rfit
     from pm_perm.preferences import models as rmod
 
     sub = argparse.Namespace(**{**vars(args), "model": model, "components": components,
@@ -454,9 +456,9 @@ def _map_scores(args, model, components, splits, data):
     fit_map = _map_fitter(rm)
     parts = []
     for train, test in splits:
-        point = fit_map(rmod.set_counts(rm, train), seed=args.seed,
+        point = fit_map(rfit.set_counts(rm, train), seed=args.seed,
                         n_starts=1 if components == 1 else 3)
-        post = rmod.posterior_params(point, model)
+        post = rfit.posterior_params(point, model)
         parts.append(_per_ballot(post, model, test, fit="map", max_draws=None, seed=args.seed))
     return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
 

@@ -1,7 +1,7 @@
 """What a fitted ranking model says: positions, pairwise preferences, consensus, blocs, PPCs.
 
 Every function takes the posterior as returned by
-:func:`pm_perm.preferences.models.posterior_params` (``params``: W (S, K, M, M) or Plackett-Luce
+:func:`pm_perm.preferences.fitting.posterior_params` (``params``: W (S, K, M, M) or Plackett-Luce
 u (S, K, M); ``weights`` (S, K), each row a probability vector; ``length_probs`` (S, M + 1);
 S = 1 for a MAP point) and the model ``family``; a ``post`` built by hand whose shapes or weights
 are not these raises ``ValueError``. Rank form as in :class:`~pm_perm.preferences.data.RankingData`.
@@ -38,7 +38,7 @@ __all__ = [
 def _check_post(post, family):
     """Raise unless ``family`` is a valid name, ``post["params"]`` has its shape and
     ``post["weights"]`` one probability vector of mixture weights per draw (as
-    :func:`~pm_perm.preferences.models.posterior_params` checks them)."""
+    :func:`~pm_perm.preferences.fitting.posterior_params` checks them)."""
     from pm_perm.preferences._families import check_family, check_probability_vectors
 
     check_family(family)
@@ -102,7 +102,7 @@ def _draw_component_marginals(post, family, n_per_draw, rng):
 def component_position_marginals(post, family, *, n_per_draw=2000, rng=None):
     """Bloc profiles: ``P[k, i, j] = p(item i at position j | component k)``, (K, M, M).
 
-    Averaged over draws (use relabelled draws, :func:`~pm_perm.preferences.models.fit_nuts`).
+    Averaged over draws (use relabelled draws, :func:`~pm_perm.preferences.fitting.fit_nuts`).
     Exact for W models; Plackett-Luce by ``n_per_draw`` exact draws per draw and component.
     """
     return _draw_component_marginals(post, family, n_per_draw, rng).mean(axis=0)

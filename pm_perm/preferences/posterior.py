@@ -2,8 +2,8 @@
 pointwise log-likelihoods, component memberships and PSIS-LOO per ballot.
 
 The inputs are a :class:`~pm_perm.preferences.models.RankingModel` with its draws (e.g. from
-:func:`~pm_perm.preferences.models.fit_nuts`), or the arrays of
-:func:`~pm_perm.preferences.models.posterior_params`.
+:func:`~pm_perm.preferences.fitting.fit_nuts`), or the arrays of
+:func:`~pm_perm.preferences.fitting.posterior_params`.
 
 Posterior predictive. One component: ``pm.sample_posterior_predictive`` of the observed
 ``"ballots"`` variable draws partial ballots (one per row of the ``pm.Data`` ``"orders"``, each
@@ -72,7 +72,7 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
     ----------
     rm : RankingModel
     idata : InferenceData / DataTree with ``posterior``
-        E.g. from :func:`~pm_perm.preferences.models.fit_nuts`.
+        E.g. from :func:`~pm_perm.preferences.fitting.fit_nuts`.
     draws : int or None
         Number of posterior draws used (picked at random without replacement, seeded by
         ``seed``); None = all.
@@ -210,7 +210,7 @@ def _component_and_mixture_loglik(family, params, weights, orders):
 def pointwise_loglik(post, family, orders, *, max_draws=None, rng=None):
     """Per-draw, per-distinct-order log-likelihood of the order model, shape (S, n).
 
-    ``post`` from :func:`~pm_perm.preferences.models.posterior_params`; ``orders`` any (n, M)
+    ``post`` from :func:`~pm_perm.preferences.fitting.posterior_params`; ``orders`` any (n, M)
     rank-form array (e.g. held-out data). With ``max_draws``, a random subset of draws (seeded
     ``rng``) is used. Natural log; multiply by the counts for the log-likelihood of all ballots.
     """

@@ -25,7 +25,7 @@ logits), or a mixture of them (``pm.Mixture``, or a subclass such as pm_perm's o
 variable's own distribution, with its parameters at each posterior draw, is evaluated on the
 candidate orders (one graph, compiled once per model and vectorised over the draws). A
 :class:`~pm_perm.preferences.models.RankingModel` with ``K > 1`` components (its ballots a
-``pm.Potential``) goes through :func:`~pm_perm.preferences.models.posterior_params` and
+``pm.Potential``) goes through :func:`~pm_perm.preferences.fitting.posterior_params` and
 :func:`~pm_perm.preferences.posterior.pointwise_loglik` instead.
 
 Items are named by their index ``0..M-1`` in the model's arrays, or by name when the observed
@@ -68,8 +68,8 @@ def predict_next(model, posterior, prefix, *, var_name="ballots", rank_form=Fals
         A model with an observed ranking variable ``var_name`` (module docstring), or a
         :class:`~pm_perm.preferences.models.RankingModel` (any family, any ``K``).
     posterior : DataTree / InferenceData with ``posterior``, or dict
-        Posterior draws (``pm.sample``, :func:`~pm_perm.preferences.models.fit_nuts`) or a MAP
-        point (``pm.find_MAP``, :func:`~pm_perm.preferences.models.fit_map`) holding the model's
+        Posterior draws (``pm.sample``, :func:`~pm_perm.preferences.fitting.fit_nuts`) or a MAP
+        point (``pm.find_MAP``, :func:`~pm_perm.preferences.fitting.fit_map`) holding the model's
         free variables (for a ``K > 1`` RankingModel: what ``posterior_params`` needs).
     prefix : sequence of int or str, or array_like of int
         The new ballot's top items in order, best first (``rank_form=False``: item indices
@@ -255,7 +255,8 @@ def _item_index(item, names):
 def _order_loglik(model, posterior, var_name):
     """``(loglik, names)``: ``loglik(orders)`` (S, n) per posterior draw, no length term, and
     the item names (indices as strings when the model has none)."""
-    from pm_perm.preferences.models import RankingModel, posterior_params
+    from pm_perm.preferences.fitting import posterior_params
+    from pm_perm.preferences.models import RankingModel
 
     if isinstance(model, RankingModel) and model.components > 1:
         from pm_perm.preferences.posterior import pointwise_loglik

@@ -9,6 +9,7 @@ import pytest
 
 from pm_perm.cli import main
 from pm_perm.cli import preferences as rankings_cli
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences.preflib import read_preflib, write_preflib
 from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
@@ -71,8 +72,8 @@ def no_fit(monkeypatch):
     """Fail the test if the data is read or a fit starts (errors must come before any work)."""
     def boom(*a, **k):
         raise AssertionError("work started before the outputs were checked")
-    monkeypatch.setattr(rmod, "fit_map", boom)
-    monkeypatch.setattr(rmod, "fit_nuts", boom)
+    monkeypatch.setattr(rfit, "fit_map", boom)
+    monkeypatch.setattr(rfit, "fit_nuts", boom)
     monkeypatch.setattr(rankings_cli, "_fit", boom)
 
 
@@ -248,8 +249,8 @@ def test_map_failure_exits_3(ballots, tmp_path, capsys, monkeypatch):
     def fails(*a, **k):
         raise MapFitError("MAP fit of the full model (K=1) failed: did not converge")
 
-    monkeypatch.setattr(rmod, "fit_map", fails)
-    monkeypatch.setattr(rmod, "fit_map_type2", fails)  # the full model's MAP (issue 53)
+    monkeypatch.setattr(rfit, "fit_map", fails)
+    monkeypatch.setattr(rfit, "fit_map_type2", fails)  # the full model's MAP (issue 53)
     out = tmp_path / "out.json"
     assert main(["preferences", str(ballots), "--json", str(out)]) == 3
     err = capsys.readouterr().err
@@ -264,8 +265,8 @@ def test_interrupt_exits_130_and_writes_nothing(ballots, tmp_path, capsys, monke
     def interrupted(*a, **k):
         raise (KeyboardInterrupt() if fit == "map" else SamplingInterrupted("Ctrl-C"))
 
-    monkeypatch.setattr(rmod, f"fit_{fit}", interrupted)
-    monkeypatch.setattr(rmod, "fit_map_type2", interrupted)  # the full model's MAP (issue 53)
+    monkeypatch.setattr(rfit, f"fit_{fit}", interrupted)
+    monkeypatch.setattr(rfit, "fit_map_type2", interrupted)  # the full model's MAP (issue 53)
     before = sorted(p.name for p in tmp_path.iterdir())
     assert main(["preferences", str(ballots), "--fit", fit, "--json", str(tmp_path / "o.json"),
                  "--plots", str(tmp_path / "plots")]) == 130

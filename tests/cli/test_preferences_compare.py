@@ -9,6 +9,7 @@ import pytest
 
 from pm_perm.cli import main
 from pm_perm.cli import preferences as rankings_cli
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences.preflib import write_preflib
 from pm_perm.preferences.synthetic import simulate_rankings
@@ -54,7 +55,7 @@ def test_default_full_model_does_not_lose_on_small_plackett_luce_data(tmp_path):
     assert res["comparison"]["chosen_loses_to_plackett_luce"] is False
     assert not any("loses to Plackett-Luce" in w for w in res["warnings"])
     ev = res["diagnostics"]["log_evidence"]  # the deviation scale chosen by the evidence
-    assert 1 <= len(ev) <= len(rmod.TAU_GRID) and {float(t) for t in ev} <= set(rmod.TAU_GRID)
+    assert 1 <= len(ev) <= len(rfit.TAU_GRID) and {float(t) for t in ev} <= set(rfit.TAU_GRID)
     assert res["diagnostics"]["tau"] == float(max(ev, key=ev.get))
 
 

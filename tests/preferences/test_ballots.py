@@ -17,6 +17,7 @@ import xarray as xr
 from pm_perm import PlackettLuce
 from pm_perm._modes import PYTHON_MODE
 from pm_perm.preferences import RankingData
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.synthetic import simulate_rankings
@@ -61,7 +62,7 @@ def _log_likelihood(rm, draws):
 def _per_order(rm, draws):
     """(S, n) log-likelihood of each distinct order with its length term, computed apart from
     the model (posterior_params + pointwise_loglik)."""
-    post = rmod.posterior_params(draws, rm.family)
+    post = rfit.posterior_params(draws, rm.family)
     k = (rm.data.orders >= 0).sum(axis=1)
     return (rpost.pointwise_loglik(post, rm.family, rm.data.orders)
             + np.log(post["length_probs"][:, k]))
@@ -106,13 +107,13 @@ def test_set_counts_moves_the_ballots():
     rm = rmod.plackett_luce_model(data)
     draws = _prior_as_posterior(rm, 7).isel(draw=slice(0, 3))
     fold = np.random.default_rng(8).binomial(data.counts, 0.5)
-    refit = rmod.set_counts(rm, fold)
+    refit = rfit.set_counts(rm, fold)
     assert _log_likelihood(refit, draws.copy())["log_likelihood"].sizes["ballot"] == fold.sum()
     pp = pm.sample_posterior_predictive(draws, model=refit.model, progressbar=False,
                                         random_seed=9, compile_kwargs={"mode": PYTHON_MODE})
     assert pp["posterior_predictive"]["ballots"].shape == (1, 3, fold.sum(), 4)
-    point = rmod.fit_map(refit)
-    fresh = rmod.fit_map(rmod.plackett_luce_model(data.with_counts(fold)))
+    point = rfit.fit_map(refit)
+    fresh = rfit.fit_map(rmod.plackett_luce_model(data.with_counts(fold)))
     np.testing.assert_allclose(point["u"], fresh["u"], atol=1e-4)
 
 

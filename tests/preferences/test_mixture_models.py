@@ -12,6 +12,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from pm_perm.inference import check_find_map
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.synthetic import simulate_rankings
@@ -52,7 +53,7 @@ def test_mixture_ballots_have_a_per_ballot_log_likelihood_and_loo(mixture):
     pm.compute_log_likelihood(idata, model=rm.model, progressbar=False)
     ll = np.asarray(idata["log_likelihood"]["ballots"])
     assert ll.shape == (1, 100, data.n_rankings)
-    post = rmod.posterior_params(idata, "plackett-luce")
+    post = rfit.posterior_params(idata, "plackett-luce")
     k = (data.orders >= 0).sum(axis=1)
     hand = rpost.pointwise_loglik(post, "plackett-luce", data.orders) \
         + np.log(post["length_probs"][:, k])
@@ -109,7 +110,7 @@ def test_plain_find_map_on_a_mixture_is_refused_on_the_saddle_and_fit_map_finds_
     check_find_map(fit)
     for u, w in ((fit["posterior"]["u"].values[0, 0],
                   fit["posterior"]["mixture_weights"].values[0, 0]),
-                 (lambda p: (p["u"], p["mixture_weights"]))(rmod.fit_map(rm, n_starts=3))):
+                 (lambda p: (p["u"], p["mixture_weights"]))(rfit.fit_map(rm, n_starts=3))):
         order = np.argsort(-w)
         assert np.abs(u[order] - U).max() < 0.6
         assert w[order][0] == pytest.approx(0.65, abs=0.08)
@@ -141,7 +142,7 @@ def test_fit_nuts_relabels_the_jax_samplers_draws(mixture, sampler):
     components agree after relabelling (every chain's component 0 is the same component)."""
     pytest.importorskip(sampler)
     data, rm = mixture
-    idata = rmod.fit_nuts(rm, sampler=sampler, draws=100, tune=100, chains=2, seed=1)
+    idata = rfit.fit_nuts(rm, sampler=sampler, draws=100, tune=100, chains=2, seed=1)
     u = idata["posterior"]["u"].values  # (chain, draw, K, M)
     first = u[:, :, 0, 0].mean(axis=1)  # item 0's utility in component 0, per chain
     assert np.sign(first[0]) == np.sign(first[1]) and abs(first[0] - first[1]) < 0.5

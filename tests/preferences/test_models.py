@@ -9,6 +9,7 @@ import pytensor.tensor as pt
 import pytest
 import xarray as xr
 
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
 from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
@@ -61,7 +62,7 @@ def test_rank_one_map_recovers_utilities():
     u = np.array([1.5, 0.5, -0.5, -1.5]) * 1.5
     data = simulate_rankings(6000, logits=rank_one_logits(u), length_probs=LENGTHS, rng=2)
     # drawn with the linear profile of rank_one_logits: fitted with the same profile
-    point = rmod.fit_map(rmod.rank_one_model(data, positions="linear"), seed=0)
+    point = rfit.fit_map(rmod.rank_one_model(data, positions="linear"), seed=0)
     assert point["_optimizer"]["n_converged"] == 1
     # 6,000 ballots: the MAP is within ~0.1 of the truth (prior sigma 3 barely shrinks)
     np.testing.assert_allclose(point["u"][0], u - u.mean(), atol=0.2)
@@ -73,7 +74,7 @@ def test_plackett_luce_map_recovers_utilities_with_features():
     theta = np.array([1.2, -0.8])
     u = X @ theta
     data = simulate_rankings(6000, utilities=u, length_probs=LENGTHS, rng=3)
-    point = rmod.fit_map(rmod.plackett_luce_model(data, item_features=X))
+    point = rfit.fit_map(rmod.plackett_luce_model(data, item_features=X))
     np.testing.assert_allclose(point["theta"][0], theta, atol=0.15)
     np.testing.assert_allclose(point["u"][0], u - u.mean(), atol=0.15)
 
@@ -82,7 +83,7 @@ def test_full_map_recovers_position_marginals():
     rng = np.random.default_rng(4)
     W = rng.normal(size=(4, 4)) * 1.5
     data = simulate_rankings(8000, logits=W, rng=5)  # complete ballots
-    point = rmod.fit_map(rmod.full_model(data))
+    point = rfit.fit_map(rmod.full_model(data))
     from pm_perm.kernels.permanent import permutation_marginals
 
     np.testing.assert_allclose(permutation_marginals(point["W"][0]), permutation_marginals(W),
@@ -95,8 +96,8 @@ def test_mixture_recovers_planted_blocs():
     data = simulate_rankings(6000, logits=W, mixture_weights=[0.65, 0.35],
                              length_probs=LENGTHS, rng=6)
     rm = rmod.full_model(data, components=2)
-    point = rmod.fit_map(rm, seed=1, n_starts=2)
-    post = rmod.posterior_params(point, "full")
+    point = rfit.fit_map(rm, seed=1, n_starts=2)
+    post = rfit.posterior_params(point, "full")
     big = int(np.argmax(point["mixture_weights"]))
     assert point["mixture_weights"][big] == pytest.approx(0.65, abs=0.05)
     from pm_perm.kernels.permanent import permutation_marginals
@@ -174,8 +175,8 @@ def test_models_work_with_find_map_and_nuts():
     with rm.model:
         mp = pm.find_MAP(progressbar=False, return_inferencedata=True, jitter=False)
     assert np.isfinite(mp["posterior"]["u"].values).all()
-    idata = rmod.fit_nuts(rm, draws=100, tune=100, chains=1, seed=1)
-    post = rmod.posterior_params(idata, "rank-one")
+    idata = rfit.fit_nuts(rm, draws=100, tune=100, chains=1, seed=1)
+    post = rfit.posterior_params(idata, "rank-one")
     assert post["params"].shape == (100, 1, 3, 3) and post["length_probs"].shape == (100, 4)
 
 
@@ -193,7 +194,7 @@ def test_bad_model_arguments(kwargs, match):
 def test_failed_map_is_an_error():
     data = simulate_rankings(200, utilities=[1.0, 0.0, -1.0], rng=10)
     with pytest.raises(RuntimeError, match="did not converge"):
-        rmod.fit_map(rmod.plackett_luce_model(data), maxiter=1)
+        rfit.fit_map(rmod.plackett_luce_model(data), maxiter=1)
 
 
 @pytest.mark.parametrize("family, builder, K", [
@@ -202,7 +203,7 @@ def test_set_counts_refits_like_a_model_built_on_the_fold(family, builder, K):
     data = simulate_rankings(400, logits=rank_one_logits(np.array([1.0, 0.3, -0.2, -1.1])),
                              length_probs=LENGTHS, rng=5)
     fold = np.random.default_rng(6).binomial(data.counts, 0.5)
-    refit = rmod.set_counts(builder(data, components=K), fold)
+    refit = rfit.set_counts(builder(data, components=K), fold)
     fresh = builder(data.with_counts(fold), components=K)  # zero-count orders dropped
     assert refit.data.n_rankings == fold.sum()
     # the same log posterior at the same parameters (zero-count orders contribute nothing)
@@ -212,16 +213,16 @@ def test_set_counts_refits_like_a_model_built_on_the_fold(family, builder, K):
     np.testing.assert_allclose(refit.model.compile_logp()(point),
                                fresh.model.compile_logp()(point), rtol=1e-12)
     with pytest.raises(ValueError, match="non-negative integers"):
-        rmod.set_counts(refit, -fold)
+        rfit.set_counts(refit, -fold)
     with pytest.raises(ValueError, match="all counts are zero"):
-        rmod.set_counts(refit, np.zeros_like(fold))
+        rfit.set_counts(refit, np.zeros_like(fold))
 
 
 def test_fit_map_is_find_maps_estimate_and_reuses_its_compiled_functions():
     data = simulate_rankings(300, logits=rank_one_logits(np.array([1.0, 0.3, -0.2, -1.1])),
                              length_probs=LENGTHS, rng=8)
     rm = rmod.full_model(data, components=2)
-    point = rmod.fit_map(rm, seed=3)
+    point = rfit.fit_map(rm, seed=3)
     idata = pm.find_MAP(model=rm.model, jitter=True, random_seed=3, return_inferencedata=True,
                         progressbar=False, maxiter=20_000)
     assert set(point) - {"_optimizer"} == set(idata["posterior"].data_vars)
@@ -232,9 +233,9 @@ def test_fit_map_is_find_maps_estimate_and_reuses_its_compiled_functions():
     for name in ("W", "mixture_weights", "tau", "length_probs"):
         np.testing.assert_allclose(point[name], idata["posterior"][name].values[0, 0], atol=0.05)
     # a refit on new counts uses the same compiled functions and sees the new data
-    compiled = rmod._COMPILED_MAP[rm.model]
-    refit = rmod.fit_map(rmod.set_counts(rm, data.counts * 2), seed=3)
-    assert rmod._COMPILED_MAP[rm.model] is compiled
+    compiled = rfit._COMPILED_MAP[rm.model]
+    refit = rfit.fit_map(rfit.set_counts(rm, data.counts * 2), seed=3)
+    assert rfit._COMPILED_MAP[rm.model] is compiled
     assert refit["_optimizer"]["log_posterior"] < 1.5 * point["_optimizer"]["log_posterior"]
 
 
@@ -439,7 +440,7 @@ def test_centred_full_model_refuses_map_and_auto_picks_by_size():
     assert rmod.full_model(small, parametrization="auto").parametrization == "noncentered"
     assert rmod.full_model(large, parametrization="auto").parametrization == "centered"
     with pytest.raises(ValueError, match="no MAP"):
-        rmod.fit_map(rmod.full_model(large, parametrization="centered"))
+        rfit.fit_map(rmod.full_model(large, parametrization="centered"))
     with pytest.raises(ValueError, match="parametrization must be"):
         rmod.full_model(small, parametrization="centred")
 
@@ -458,15 +459,15 @@ def test_fit_nuts_chooses_the_sampler_and_its_options(monkeypatch):
         seen.append(kwargs)
         return xr.DataTree(), None
 
-    monkeypatch.setattr(rmod, "checked_sample", fake_sample)
+    monkeypatch.setattr(rfit, "checked_sample", fake_sample)
     rm = rmod.full_model(simulate_rankings(20, utilities=[1.0, 0.0, -1.0], rng=0))
-    runs = [rmod.fit_nuts(rm, draws=5, tune=5, chains=1),
-            rmod.fit_nuts(rm, nuts={"adaptation": "diag", "store_mass_matrix": True}),
-            rmod.fit_nuts(rm, sampler="pymc")]
+    runs = [rfit.fit_nuts(rm, draws=5, tune=5, chains=1),
+            rfit.fit_nuts(rm, nuts={"adaptation": "diag", "store_mass_matrix": True}),
+            rfit.fit_nuts(rm, sampler="pymc")]
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "nutpie" else real_find_spec(name, *a))
-    runs.append(rmod.fit_nuts(rm))
+    runs.append(rfit.fit_nuts(rm))
     assert [r.attrs["pm_perm_sampler"] for r in runs] == ["nutpie", "nutpie", "pymc", "pymc"]
     assert seen[0]["nuts_sampler"] == "nutpie" and seen[0]["nuts"] == {"adaptation": "low_rank"}
     assert (seen[0]["draws"], seen[0]["tune"], seen[0]["chains"]) == (5, 5, 1)
@@ -474,7 +475,7 @@ def test_fit_nuts_chooses_the_sampler_and_its_options(monkeypatch):
     for kwargs in seen[2:]:
         assert "nuts_sampler" not in kwargs and kwargs["compute_convergence_checks"] is False
     with pytest.raises(ValueError, match="sampler must be"):
-        rmod.fit_nuts(rm, sampler="stan")
+        rfit.fit_nuts(rm, sampler="stan")
     assert len(seen) == 4
 
 
@@ -499,11 +500,11 @@ def test_fit_nuts_runs_nutpie_with_low_rank_adaptation(monkeypatch):
     data = simulate_rankings(400, logits=rng.normal(size=(3, 3)), length_probs=[0, .5, 0, .5],
                              rng=2)
     rm = rmod.full_model(data, parametrization="centered")
-    idata = rmod.fit_nuts(rm, draws=50, tune=50, chains=2, seed=3)
+    idata = rfit.fit_nuts(rm, draws=50, tune=50, chains=2, seed=3)
     assert seen["adaptation"] == "low_rank" and idata.attrs["pm_perm_sampler"] == "nutpie"
     assert np.all(np.isfinite(idata["posterior"]["W"].values))
     with pytest.raises(ValueError, match="sampler must be"):
-        rmod.fit_nuts(rm, sampler="stan")
+        rfit.fit_nuts(rm, sampler="stan")
 
 
 @pytest.mark.parametrize("builder", [rmod.plackett_luce_model, rmod.rank_one_model,
@@ -529,7 +530,7 @@ def test_map_with_a_non_finite_log_posterior_is_a_failed_fit(monkeypatch):
         rm = rmod.plackett_luce_model(data, prior_sigma=sigma)
         with pytest.raises(MapFitError, match=r"log posterior at the optimum is -inf \(not "
                            r"finite\)"):
-            rmod.fit_map(rm)
+            rfit.fit_map(rm)
 
 
 def _point(K, M=4, family="full"):
@@ -544,19 +545,19 @@ def test_posterior_params_refuses_a_mixture_without_its_weights():
     point = _point(2)
     del point["mixture_weights"]
     with pytest.raises(ValueError, match="'W' with 2 components but no 'mixture_weights'"):
-        rmod.posterior_params(point, "full")
+        rfit.posterior_params(point, "full")
     with pytest.raises(ValueError, match=r"mixture_weights has shape \(3,\) but 'W' has 2"):
-        rmod.posterior_params({**_point(2), "mixture_weights": np.ones(3) / 3}, "full")
+        rfit.posterior_params({**_point(2), "mixture_weights": np.ones(3) / 3}, "full")
     # the same for posterior draws (chain, draw, K, M, M) without mixture_weights
     W = np.zeros((1, 3, 2, 4, 4))
     idata = az.from_dict({"posterior": {"W": W, "length_probs": np.full((1, 3, 5), 0.2)}})
     with pytest.raises(ValueError, match="no 'mixture_weights'"):
-        rmod.posterior_params(idata, "full")
+        rfit.posterior_params(idata, "full")
     # one component needs no weights; K = 2 with them keeps them
     one = _point(1)
     del one["mixture_weights"]
-    np.testing.assert_array_equal(rmod.posterior_params(one, "full")["weights"], [[1.0]])
-    np.testing.assert_allclose(rmod.posterior_params(_point(2), "full")["weights"], [[0.5, 0.5]])
+    np.testing.assert_array_equal(rfit.posterior_params(one, "full")["weights"], [[1.0]])
+    np.testing.assert_allclose(rfit.posterior_params(_point(2), "full")["weights"], [[0.5, 0.5]])
 
 
 @pytest.mark.parametrize("key,value,match", [
@@ -572,7 +573,7 @@ def test_posterior_params_refuses_a_mixture_without_its_weights():
 def test_posterior_params_refuses_what_is_not_a_distribution(key, value, match):
     """Weights that do not sum to 1 would silently mis-weight every mixture summary."""
     with pytest.raises(ValueError, match=match):
-        rmod.posterior_params({**_point(2), key: value}, "full")
+        rfit.posterior_params({**_point(2), key: value}, "full")
 
 
 def test_posterior_params_names_the_draw_with_bad_weights():
@@ -581,21 +582,21 @@ def test_posterior_params_names_the_draw_with_bad_weights():
     idata = az.from_dict({"posterior": {"W": np.zeros((1, 3, 2, 4, 4)), "mixture_weights": w,
                                         "length_probs": np.full((1, 3, 5), 0.2)}})
     with pytest.raises(ValueError, match=r"mixture_weights \(draw 2\) is \[0\.9 0\.9\]"):
-        rmod.posterior_params(idata, "full")
+        rfit.posterior_params(idata, "full")
 
 
 @pytest.mark.parametrize("family", ["PL", "bogus", "Plackett-Luce", None])
 def test_posterior_params_refuses_an_unknown_family(family):
     with pytest.raises(ValueError, match=r"family must be one of \('plackett-luce', 'rank-one', "
                                          r"'full'\)"):
-        rmod.posterior_params(_point(1, family="plackett-luce"), family)
+        rfit.posterior_params(_point(1, family="plackett-luce"), family)
 
 
 def test_posterior_params_names_a_parameter_of_another_family():
     with pytest.raises(ValueError, match="source has no 'W' .*family 'full'"):
-        rmod.posterior_params(_point(1, family="plackett-luce"), "full")
+        rfit.posterior_params(_point(1, family="plackett-luce"), "full")
     with pytest.raises(ValueError, match="source has no 'length_probs'"):
-        rmod.posterior_params({"W": np.zeros((1, 4, 4))}, "rank-one")
+        rfit.posterior_params({"W": np.zeros((1, 4, 4))}, "rank-one")
 
 
 def test_model_functions_refuse_an_unknown_family():

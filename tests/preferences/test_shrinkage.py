@@ -7,6 +7,7 @@ import pytest
 from pm_perm.inference import CompiledMAP
 from pm_perm.inference.laplace import laplace_log_evidence, negative_hessian
 from pm_perm.kernels.plackett_luce import plackett_luce_loglik
+from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
 
@@ -33,10 +34,10 @@ def test_scale_goes_to_zero_on_rank_one_data_and_stays_large_on_full_data():
     u = np.array([1.5, 0.8, 0.0, -0.7, -1.6])
     rank_one = rank_one_logits(u, rmod.harmonic_positions(M))
     taus = (0.0, 0.0625, 0.5, 2.0)
-    plain = rmod.fit_map_type2(rmod.full_model(_data_from(rank_one, 200, 0), tau=0.0), grid=taus)
+    plain = rfit.fit_map_type2(rmod.full_model(_data_from(rank_one, 200, 0), tau=0.0), grid=taus)
     # a departure from rank one of size 2 in every entry
     W = rank_one + 2.0 * np.random.default_rng(1).normal(size=(M, M))
-    rich = rmod.fit_map_type2(rmod.full_model(_data_from(W, 200, 2), tau=0.0), grid=taus)
+    rich = rfit.fit_map_type2(rmod.full_model(_data_from(W, 200, 2), tau=0.0), grid=taus)
     assert plain["_optimizer"]["tau"] <= 0.0625
     assert rich["_optimizer"]["tau"] >= 1.0
     # the returned point is the chosen scale's MAP: W departs from rank one only with tau > 0
@@ -54,7 +55,7 @@ def test_evidence_at_tau_zero_is_the_rank_one_models():
     """At tau = 0 the deviation has its prior only: the evidence is rank-one's Laplace
     evidence, computed here from the rank-one model itself."""
     data = _data_from(rank_one_logits([1.0, 0.5, 0.0, -0.5, -1.0]), 120, 3)
-    point = rmod.fit_map_type2(rmod.full_model(data, tau=0.0), grid=(0.0,))
+    point = rfit.fit_map_type2(rmod.full_model(data, tau=0.0), grid=(0.0,))
     engine = CompiledMAP(rmod.rank_one_model(data).model)
     out = engine.fit(seed=0)
     n_u = M - 1  # u_raw comes first in the raveled point, then the ballot-length block
@@ -70,18 +71,18 @@ def test_evidence_at_tau_zero_is_the_rank_one_models():
 
 
 def test_fit_map_type2_needs_a_fixed_scale_and_checks_it():
-    assert rmod.TAU_GRID[0] == 0.0 and list(rmod.TAU_GRID) == sorted(rmod.TAU_GRID)
+    assert rfit.TAU_GRID[0] == 0.0 and list(rfit.TAU_GRID) == sorted(rfit.TAU_GRID)
     data = _data_from(rank_one_logits([1.0, 0.5, 0.0, -0.5, -1.0]), 30, 4)
     with pytest.raises(ValueError, match="fixed tau"):
-        rmod.fit_map_type2(rmod.full_model(data))
+        rfit.fit_map_type2(rmod.full_model(data))
     with pytest.raises(ValueError, match="fixed tau"):
-        rmod.fit_map_type2(rmod.rank_one_model(data))
+        rfit.fit_map_type2(rmod.rank_one_model(data))
     with pytest.raises(ValueError, match="tau must be a finite number >= 0"):
         rmod.full_model(data, tau=-1.0)
     with pytest.raises(ValueError, match="noncentered"):
         rmod.full_model(data, tau=1.0, parametrization="centered")
     with pytest.raises(ValueError, match="grid is empty"):
-        rmod.fit_map_type2(rmod.full_model(data, tau=0.0), grid=())
+        rfit.fit_map_type2(rmod.full_model(data, tau=0.0), grid=())
     with pytest.raises(ValueError, match="positions must be one of"):
         rmod.rank_one_model(data, positions="convex")
 
@@ -97,7 +98,7 @@ def test_position_mix_follows_the_profile_the_data_were_drawn_with():
     chosen = []
     for c, seed in ((h, 5), (lin, 6)):
         data = simulate_rankings(1500, logits=rank_one_logits(u, c), rng=seed)
-        point = rmod.fit_map_type2(rmod.rank_one_model(data, positions=0.5), patience=None)
-        assert sorted(point["_optimizer"]["log_evidence"]) == list(rmod.POSITION_MIX_GRID)
+        point = rfit.fit_map_type2(rmod.rank_one_model(data, positions=0.5), patience=None)
+        assert sorted(point["_optimizer"]["log_evidence"]) == list(rfit.POSITION_MIX_GRID)
         chosen.append(point["_optimizer"]["position_mix"])
     assert chosen == [0.0, 1.0]
