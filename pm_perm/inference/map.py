@@ -167,6 +167,12 @@ class CompiledMAP:
                 model=self.model, overrides=None, jitter_rvs=set(self.model.free_RVs), chains=1)
         return self._ravel(self._ipfn(int(np.random.default_rng(seed).integers(2**30))))
 
+    @property
+    def scale(self):
+        """The objective's ``scale`` at the last evaluation (1.0 before any): ``-log p`` and its
+        gradient are :meth:`value_and_grad`'s times this."""
+        return self._scale
+
     def value_and_grad(self, x):
         """``(-log p, -grad log p)`` at the raveled point ``x`` (no Jacobian terms), divided by
         the engine's ``scale``."""

@@ -137,29 +137,18 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
         raise ValueError("the centred full model has no MAP (its density grows without bound as "
                          "tau -> 0); build it with full_model(..., parametrization='noncentered') "
                          "for fit_map, and use the centred one for NUTS (fit_nuts)")
-    engine = _map_engine(rm, lbfgs_memory)
-    best, messages, n_converged = None, [], 0
-    for s in range(n_starts):
-        try:
-            values = engine.fit(seed=seed + 7919 * s, maxiter=maxiter,
-                                what=f"the MAP fit from start {s}")
-        except MapFitError as err:
-            messages.append(str(err))
-            continue
-        info = values.pop("_info")
-        n_converged += 1
-        if best is None or info["log_posterior"] > best[0]["log_posterior"]:
-            point = {k: np.asarray(values[k]) for k in get_default_varnames(values, False)}
-            best = (info, point)
-    if best is None:
-        raise MapFitError(f"MAP fit of the {rm.family} model (K={rm.components}) failed: the "
-                          f"optimiser did not converge from any of {n_starts} start(s): "
-                          f"{messages}")
-    info, point = best
-    point["_optimizer"] = {"log_posterior": info["log_posterior"],
-                           "n_iterations": info["iterations"], "message": info["message"],
-                           "n_converged": n_converged}
-    return point
+    point = _best_start(_map_engine(rm, lbfgs_memory), rm, seed, n_starts, maxiter)
+    return _map_point(point)
+
+
+def _map_point(point, **optimizer):
+    """:func:`fit_map`'s result from an engine's fit (``"_info"`` becomes ``"_optimizer"``)."""
+    info = point.pop("_info")
+    out = {k: np.asarray(point[k]) for k in get_default_varnames(point, False)}
+    out["_optimizer"] = {"log_posterior": info["log_posterior"],
+                         "n_iterations": info["iterations"], "message": info["message"],
+                         "n_converged": info.get("n_converged", 1), **optimizer}
+    return out
 
 
 #: The deviation scales :func:`fit_map_type2` compares by default: 0 (the rank-one model) and
@@ -258,10 +247,10 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
         if keep is None:
             keep = _order_model_coordinates(engine)
 
-        def grad(z, x=x, keep=keep):
+        def grad(z, x=x, keep=keep):  # of log p, unscaled (the engine's objective is per ballot)
             full = x.copy()
             full[keep] = z
-            return -engine.value_and_grad(full)[1][keep]
+            return -engine.value_and_grad(full)[1][keep] * engine.scale
 
         H = negative_hessian(grad, x[keep])
         log_post = point["_info"]["log_posterior"]
@@ -277,13 +266,8 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
         raise MapFitError(f"fit_map_type2: the Hessian of -log p is not positive definite at "
                           f"any {name}'s MAP (no Laplace evidence); the fits are not at a mode")
     engine.set_data(**{name: np.float64(t)})
-    info = point.pop("_info")
-    out = {k: np.asarray(point[k]) for k in get_default_varnames(point, False)}
+    out = _map_point(point, **{name: t, "log_evidence": evidence})
     out[name] = np.asarray(t)
-    out["_optimizer"] = {"log_posterior": info["log_posterior"],
-                         "n_iterations": info["iterations"], "message": info["message"],
-                         "n_converged": info.get("n_converged", 1), name: t,
-                         "log_evidence": evidence}
     return out
 
 
