@@ -24,9 +24,11 @@ _HEADER = """# FILE NAME: big.soc
 """
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 53): the CLI's MAP of a 2-component mixture "
-                   "now goes through fit_map_type2's multi-start, whose L-BFGS-B stops ABNORMAL "
-                   "at a multiplicity of 10^18 (exit 3, a clear error, nothing written)")
+@pytest.mark.xfail(strict=True, reason="open (issue 53): at a multiplicity of 10^18 the per-ballot "
+                   "MAP stops (gradient 1e-5 per ballot) with the second component at weight "
+                   "~3e-7 instead of ~3e-17, a saddle in its utilities; float64 cannot resolve "
+                   "the per-ballot objective below ~1e-14, so fit_map_type2's Hessian is "
+                   "indefinite at every tau (exit 3, a clear error, nothing written). 10^12 fits")
 def test_two_component_mixture_fits_a_huge_multiplicity(tmp_path, capsys):
     """A multiplicity of 10^12 made the 2-component MAP fail (exit 3): the ballot-length counts
     were int32 ``pm.Data`` (wrapped to a negative number: log-density -inf), and at 10^18 the
