@@ -201,20 +201,12 @@ class PlackettLuce(pm.Discrete):
         complete ranking, keep the first ``k ~ length_probs``) and ``logp`` adds
         ``log length_probs[k]`` with ``k`` the number of ranked items (a pmf over ballots).
     pattern : tensor_like of int, shape (..., M), optional
-        Draws only (``logp`` ignores it): per row, a rank-form order whose positions the draw
-        keeps (its number of ranked items and its tie blocks). A draw is a complete ranking
-        from the model coarsened to it: the item at complete position ``j`` gets the ``j``-th
-        smallest value of the pattern, unranked (``-1``) counted as last
-        (:mod:`pm_perm.kernels.patterns`), so it has the probability of that tied or top-k
-        order under the model. Rows must be valid rank form (the draws raise ``ValueError``
-        otherwise; a constant pattern is checked by ``dist``). Takes precedence over
-        ``length_probs`` for the draws (``length_probs`` is still checked, and still enters
-        ``logp``).
+        Draws only (``logp`` ignores it): per row, the rank-form order whose length and tie
+        blocks each draw keeps, as :class:`~pm_perm.distributions.PartialRanking`'s
+        ``pattern`` (documented there once).
     keep_pattern : bool, default True
-        Model level only (``PlackettLuce(name, ..., observed=...)``): without a ``pattern``,
-        the observed value is the pattern, so ``pm.sample_posterior_predictive`` draws each
-        replicated ballot with its observed ballot's length and ties. ``False``: draws as
-        without ``pattern``.
+        Model level only: the observed value is the pattern of the posterior predictive draws,
+        as :class:`~pm_perm.distributions.PartialRanking`'s ``keep_pattern``.
 
     Notes
     -----
