@@ -45,20 +45,10 @@ from pytensor.compile.mode import get_default_mode  # noqa: E402
 
 from pm_perm import PartialRanking, PlackettLuce  # noqa: E402
 from pm_perm.datasets import data_home  # noqa: E402
-from pm_perm.preferences import RankingData, read_preflib  # noqa: E402
+from pm_perm.preferences import read_preflib  # noqa: E402
+from pm_perm.preferences.synthetic import add_ties  # noqa: E402
 
 APA = data_home() / "preflib" / "apa" / "ED-00028-00000001.soi"
-
-
-def with_ties(data, share=0.15, seed=0):
-    """Each ballot that ranks at least 3 items gets, with probability ``share``, its 2nd and 3rd
-    items tied; the ballots re-aggregated."""
-    rows = np.repeat(data.orders, data.counts, axis=0)
-    rng = np.random.default_rng(seed)
-    tie = ((rows >= 0).sum(axis=1) >= 3) & (rng.random(rows.shape[0]) < share)
-    rows = rows.copy()
-    rows[tie] = np.where(rows[tie] == 2, 1, rows[tie])
-    return RankingData.from_orders(rows, item_names=data.item_names)
 
 
 def build(family, data, variant):
@@ -144,7 +134,7 @@ def loo_timings(data):
 def main():
     if not Path(APA).exists():
         sys.exit(f"APA 1998 absent: {APA} (set PM_PERM_DATA or put it in ../shared/data)")
-    data = with_ties(read_preflib(APA))
+    data = add_ties(read_preflib(APA), 0.15, pair=1, rng=0)  # 2nd and 3rd tied
     print(f"APA 1998 with ties: {data.n_rankings} ballots, {data.n_distinct} distinct orders, "
           f"{data.n_items} items")
     no_rewrite = get_default_mode().excluding("sum_of_repeat_rows")

@@ -150,9 +150,10 @@ def add_ties(data, share, *, min_length=3, pair="random", rng=None):
         Probability in ``[0, 1]`` that an eligible ballot gets a tie.
     min_length : int
         Ballots ranking fewer items are left alone (``>= 2``).
-    pair : {"random", "first", "last"}
+    pair : {"random", "first", "last"} or int
         Which adjacent pair is tied: uniformly chosen, the first two or the last two ranked
-        items.
+        items, or positions ``pair`` and ``pair + 1`` (0-based; ``1``: the 2nd and 3rd, needs
+        ``min_length >= pair + 2``).
     rng : int or numpy.random.Generator, optional
 
     Returns
@@ -175,8 +176,14 @@ def add_ties(data, share, *, min_length=3, pair="random", rng=None):
     if isinstance(min_length, bool) or int(min_length) != min_length or min_length < 2:
         raise ValueError(f"min_length must be an integer >= 2 (a tie needs two items), got "
                          f"{min_length!r}")
-    if pair not in ("random", "first", "last"):
-        raise ValueError(f"pair must be 'random', 'first' or 'last', got {pair!r}")
+    if isinstance(pair, (int, np.integer)) and not isinstance(pair, bool):
+        if not 0 <= pair <= min_length - 2:
+            raise ValueError(f"pair = {pair} ties positions {pair} and {pair + 1}, which a "
+                             f"ballot of min_length = {min_length} items may not have: give "
+                             f"0 <= pair <= min_length - 2")
+    elif pair not in ("random", "first", "last"):
+        raise ValueError(f"pair must be 'random', 'first', 'last' or a position (int), got "
+                         f"{pair!r}")
     if data.has_ties:
         raise ValueError("add_ties expects strict ballots; the data already has ties")
     rng = np.random.default_rng(rng)
@@ -184,7 +191,7 @@ def add_ties(data, share, *, min_length=3, pair="random", rng=None):
     k = (rows >= 0).sum(axis=1)
     pick = (k >= min_length) & (rng.random(rows.shape[0]) < share)
     for r in np.flatnonzero(pick):
-        p = {"first": 0, "last": k[r] - 2}.get(pair)
+        p = {"first": 0, "last": k[r] - 2, "random": None}[pair] if isinstance(pair, str) else pair
         p = rng.integers(k[r] - 1) if p is None else p  # tie positions p and p + 1
         rows[r, rows[r] == p + 1] = p
     return RankingData.from_orders(rows, item_names=data.item_names)

@@ -16,30 +16,18 @@ import xarray as xr
 
 from pm_perm import PlackettLuce
 from pm_perm._modes import PYTHON_MODE
-from pm_perm.preferences import RankingData
 from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
-from pm_perm.preferences.synthetic import simulate_rankings
+from pm_perm.preferences.synthetic import add_ties, simulate_rankings
 
 LENGTHS = [0.0, 0.3, 0.3, 0.0, 0.4]  # top-1, top-2 and complete ballots of 4 items
 S = 200
 
 
-def _with_ties(data, share, seed):
-    """Each ballot that ranks at least 3 items gets, with probability ``share``, its 2nd and 3rd
-    items tied (rank form: both at position 1); the ballots re-aggregated."""
-    rows = np.repeat(data.orders, data.counts, axis=0)
-    rng = np.random.default_rng(seed)
-    tie = ((rows >= 0).sum(axis=1) >= 3) & (rng.random(rows.shape[0]) < share)
-    rows = rows.copy()
-    rows[tie] = np.where(rows[tie] == 2, 1, rows[tie])
-    return RankingData.from_orders(rows, item_names=data.item_names)
-
-
 def _data():
     data = simulate_rankings(60, utilities=[1.0, 0.4, -0.3, -1.1], length_probs=LENGTHS, rng=3)
-    return _with_ties(data, 0.3, 4)
+    return add_ties(data, 0.3, pair=1, rng=4)  # 2nd and 3rd tied
 
 
 def _quiet(fn, *args, **kwargs):
@@ -127,7 +115,7 @@ def test_apa_loo_per_ballot_equals_loo_on_the_expanded_data(shared_data):
     path = shared_data / "preflib" / "apa" / "ED-00028-00000001.soi"
     if not path.exists():
         pytest.skip(f"APA 1998 absent: {path}")
-    data = _with_ties(read_preflib(path), 0.15, 0)
+    data = add_ties(read_preflib(path), 0.15, pair=1, rng=0)
     assert data.n_rankings == 18723 and data.has_ties
     rm = rmod.plackett_luce_model(data)
     rng = np.random.default_rng(1)

@@ -100,7 +100,7 @@ def test_add_ties_ties_one_adjacent_pair_in_the_chosen_share():
 
     data = simulate_rankings(4000, utilities=np.linspace(1, -1, 5),
                              length_probs=[0, 0.3, 0.2, 0.2, 0.0, 0.3], rng=0)
-    for pair in ("random", "first", "last"):
+    for pair in ("random", "first", "last", 1):
         tied = add_ties(data, 0.25, pair=pair, rng=1)
         assert tied.n_rankings == data.n_rankings
         rows = np.repeat(tied.orders, tied.counts, axis=0)
@@ -117,6 +117,13 @@ def test_add_ties_ties_one_adjacent_pair_in_the_chosen_share():
             for r in rows[blocks == 1][:50]:
                 vals = np.sort(r[r >= 0])
                 assert vals[-1] == vals[-2] == (r >= 0).sum() - 2
+        if pair == 1:  # the 2nd and 3rd ranked items share position 1; no item is at 2
+            tied_rows = rows[blocks == 1]
+            assert ((tied_rows == 1).sum(1) == 2).all() and not (tied_rows == 2).any()
+    with pytest.raises(ValueError, match=r"0 <= pair <= min_length - 2"):
+        add_ties(data, 0.1, pair=2)  # a ballot of 3 items has no 3rd-and-4th pair
+    with pytest.raises(ValueError, match="pair must be"):
+        add_ties(data, 0.1, pair="second")
     with pytest.raises(ValueError, match="share"):
         add_ties(data, 1.5)
     with pytest.raises(ValueError, match="already has ties"):
