@@ -27,7 +27,6 @@ import importlib
 import inspect
 import pkgutil
 
-import pytest
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
@@ -36,6 +35,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 import pm_perm.distributions
 import pm_perm.ops
+from tests._jax import require_jax, shared_rng_copied
 
 PACKAGES = (pm_perm.ops, pm_perm.distributions)
 
@@ -166,7 +166,7 @@ def test_every_op_has_a_numba_implementation():
 
 
 def test_every_op_has_a_jax_implementation():
-    pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+    require_jax()
     missing = _missing(_has_jax, NO_JAX)
     assert not missing, (
         f"Ops without a JAX implementation of their own: {missing}. Register one in "
@@ -181,7 +181,7 @@ def test_the_numba_exceptions_are_current():
 
 
 def test_the_jax_exceptions_are_current():
-    pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+    require_jax()
     assert not _stale(_has_jax, NO_JAX)
     assert not _stale(_has_jax, NOT_IN_GRAPHS)
 
@@ -198,7 +198,7 @@ def test_the_inherited_implementations_are_blockwise():
         assert name in OPS
         cls = OPS[name]
         assert issubclass(cls, (Blockwise, ViewOp)) and not _has_numba(cls)
-    pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+    require_jax()
     from pytensor.link.jax.dispatch import jax_funcify
 
     for name in INHERITED:
@@ -209,7 +209,6 @@ def test_the_inherited_implementations_are_blockwise():
 def test_the_symbolic_random_variables_compile_on_both_backends():
     """The SYMBOLIC Ops are SymbolicRandomVariables without a registration of their own, whose
     draws compile on numba and JAX (the draws' distribution: tests/distributions)."""
-    import warnings
 
     import numpy as np
     import pymc as pm
@@ -231,8 +230,7 @@ def test_the_symbolic_random_variables_compile_on_both_backends():
     except ImportError:
         pass
     for mode in modes:
-        with warnings.catch_warnings():  # PyTensor: the shared RNG is copied into the JAX graph
-            warnings.filterwarnings("ignore", "The RandomType SharedVariables", UserWarning)
+        with shared_rng_copied():
             draws = np.asarray(pm.draw(y, random_seed=1, mode=mode))
         assert draws.shape == (4, 3)
         assert np.array_equal(np.sort(draws, axis=1), np.tile(np.arange(3), (4, 1)))

@@ -14,6 +14,7 @@ import pm_perm
 from pm_perm.distributions import RankingMixture, mixture_memberships
 from pm_perm.reference.rankings import every_top_k_order, mixture_loglik_enum
 from pm_perm.testing import chi_square_pvalue
+from tests._jax import require_jax, shared_rng_copied
 
 M = 4
 U = np.array([[2.0, 1.0, 0.0, -1.0], [-1.5, 0.0, 0.5, 1.0]])
@@ -55,12 +56,11 @@ def test_draws_match_the_exact_mixture_probabilities(family, mode):
     """Component from w, then that component's exact top-k draw: chi-square against
     ``length_probs[k] * p_mix(order)`` by enumeration (level 1e-3)."""
     if mode == "JAX":
-        pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+        require_jax()
         import pm_perm.backends.jax  # noqa: F401
     N = 20_000
     y = RankingMixture.dist(w=WEIGHTS, comp_dists=_components(family, LENGTHS), size=N)
-    with warnings.catch_warnings():  # PyTensor: the shared RNG is copied into the JAX graph
-        warnings.filterwarnings("ignore", "The RandomType SharedVariables", UserWarning)
+    with shared_rng_copied():
         draws = np.asarray(pm.draw(y, random_seed=11, mode=mode))
     assert draws.shape == (N, M)
     ll, _ = _enum(family, CELLS)

@@ -8,6 +8,7 @@ import pytest
 from pytensor.gradient import verify_grad
 
 from pm_perm.ops.ballots import ExpandCounts, RepeatRows, expand_counts, repeat_rows
+from tests._jax import require_jax
 
 ORDERS = np.array([[0, 1, 2], [1, 0, -1], [2, 1, 0], [0, 0, 2]])
 COUNTS = np.array([2, 0, 3, 1])
@@ -15,7 +16,7 @@ MODES = ["NUMBA", "FAST_RUN"]  # FAST_RUN is the tests' Python linker (tests/con
 
 
 def _jax():
-    pytest.importorskip("jax")
+    require_jax()
     import pm_perm.backends.jax.dispatch  # noqa: F401  (registers pm_perm's JAX Ops)
 
     return "JAX"

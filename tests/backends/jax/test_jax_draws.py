@@ -9,12 +9,12 @@ probabilities, and ``pm.sample_posterior_predictive`` compiled for JAX.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
-pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+from tests._jax import draw_jax, require_jax, shared_rng_copied
+
+require_jax()
 
 import pymc as pm  # noqa: E402
 
@@ -38,9 +38,7 @@ K = np.array([1, 3])  # one count per batch row
 
 
 def _draw(rv, draws=3, seed=7):
-    with warnings.catch_warnings():  # PyTensor: the shared RNG is copied into the JAX graph
-        warnings.filterwarnings("ignore", "The RandomType SharedVariables", UserWarning)
-        return np.asarray(pm.draw(rv, draws=draws, random_seed=seed, mode="JAX"))
+    return draw_jax(rv, draws=draws, seed=seed)
 
 
 def _is_permutation(y):
@@ -165,8 +163,7 @@ def test_posterior_predictive_under_jax():
         PermutationExpFamily("y", logits=theta, observed=obs)
     az = pytest.importorskip("arviz")
     idata = az.from_dict({"posterior": {"theta": RNG.normal(size=(1, 4, 3, 3))}})
-    with model, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "The RandomType SharedVariables", UserWarning)
+    with model, shared_rng_copied():
         pp = pm.sample_posterior_predictive(idata, random_seed=5, progressbar=False,
                                             compile_kwargs={"mode": "JAX"})
     y = pp.posterior_predictive["y"].values

@@ -5,7 +5,9 @@ went on with results the kernel never wrote."""
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+from tests._jax import require_jax
+
+jax = require_jax()
 jnp = jax.numpy
 
 from pm_perm._numba import cfunc, njit  # noqa: E402

@@ -12,7 +12,9 @@ import contextlib
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+from tests._jax import require_jax
+
+jax = require_jax()
 
 import pytensor  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402

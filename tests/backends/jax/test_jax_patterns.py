@@ -4,12 +4,13 @@ each row's pattern, match the exact probabilities and refuse an invalid pattern.
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 import pytest
 
-pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+from tests._jax import draw_jax, require_jax, shared_rng_copied
+
+require_jax()
 
 import pymc as pm  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
@@ -23,9 +24,7 @@ PATTERNS = np.array([[0, 0, 2, -1], [1, 0, -1, -1], [0, 1, 1, 1]])
 
 
 def _draw(rv, draws, seed):
-    with warnings.catch_warnings():  # PyTensor: the shared RNG is copied into the JAX graph
-        warnings.filterwarnings("ignore", "The RandomType SharedVariables", UserWarning)
-        return np.asarray(pm.draw(rv, draws=draws, random_seed=seed, mode="JAX"))
+    return draw_jax(rv, draws=draws, seed=seed)
 
 
 @pytest.mark.parametrize("dist", ["plackett-luce", "partial-ranking"])
@@ -46,8 +45,7 @@ def test_jax_pattern_draws(dist):
 
 def test_jax_draws_refuse_an_invalid_pattern():
     p = pt.lvector("p")
-    with warnings.catch_warnings():  # PyTensor: the shared RNG is copied into the JAX graph
-        warnings.filterwarnings("ignore", "The RandomType SharedVariables", UserWarning)
+    with shared_rng_copied():
         f = pm.compile([p], PlackettLuce.dist(utilities=U, pattern=p), mode="JAX")
     assert np.array_equal(np.sort(f(np.array([0, 0, 2, -1]))), [-1, 0, 0, 2])
     with pytest.raises(RuntimeError, match="not a valid rank-form order"):  # XlaRuntimeError

@@ -22,7 +22,9 @@ import warnings
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+from tests._jax import require_jax
+
+jax = require_jax()
 pytest.importorskip("numpyro", reason="numpyro is not installed: pip install pm-perm[jax]")
 
 import arviz as az  # noqa: E402

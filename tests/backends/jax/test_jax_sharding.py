@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("jax", reason="jax is not installed: pip install pm-perm[jax]")
+from tests._jax import require_jax
+
+require_jax()
 
 SCRIPT = r"""
 import json, numpy as np, jax, pymc as pm
