@@ -148,22 +148,23 @@ def _sinkhorn(B, sweeps):
     shift = 0.0
     for _ in range(sweeps):
         for i in range(M):
-            r = 0.0
-            for j in range(M):
-                r += B[i, j]
-            inv = 1.0 / r
-            for j in range(M):
-                B[i, j] *= inv
-            shift += math.log(r)
+            shift += _normalise(B[i, :])
         for j in range(M):
-            c = 0.0
-            for i in range(M):
-                c += B[i, j]
-            inv = 1.0 / c
-            for i in range(M):
-                B[i, j] *= inv
-            shift += math.log(c)
+            shift += _normalise(B[:, j])
     return shift
+
+
+@njit(cache=True, inline="always")
+def _normalise(v):
+    """Scale the vector ``v`` (a row or column view) in place to sum 1; returns the log of its
+    former sum."""
+    r = 0.0
+    for k in range(v.shape[0]):
+        r += v[k]
+    inv = 1.0 / r
+    for k in range(v.shape[0]):
+        v[k] *= inv
+    return math.log(r)
 
 
 @njit(cache=True, inline="always")

@@ -82,6 +82,20 @@ def _log_h(r):
     return math.log(1.0 + (_E - 1.0) * r)
 
 
+@njit(cache=True, inline="always")
+def _neg_logsumexp(w, offset):
+    """``-log sum_j exp(w[j] + offset[j])`` (max-shifted): one row's or column's log scale."""
+    mx = -math.inf
+    for j in range(w.shape[0]):
+        x = w[j] + offset[j]
+        if x > mx:
+            mx = x
+    s = 0.0
+    for j in range(w.shape[0]):
+        s += math.exp(w[j] + offset[j] - mx)
+    return -(mx + math.log(s))
+
+
 @njit(cache=True)
 def _scale_core(W2, n_sweeps):
     """Return (A, log_c): A[i, j] = exp(W + a_i + b_j - m_i) in [0, 1] (row max 1).
@@ -93,25 +107,9 @@ def _scale_core(W2, n_sweeps):
     b = np.zeros(M)
     for _ in range(n_sweeps):
         for i in range(M):
-            mx = -math.inf
-            for j in range(M):
-                x = W2[i, j] + b[j]
-                if x > mx:
-                    mx = x
-            s = 0.0
-            for j in range(M):
-                s += math.exp(W2[i, j] + b[j] - mx)
-            a[i] = -(mx + math.log(s))
+            a[i] = _neg_logsumexp(W2[i, :], b)
         for j in range(M):
-            mx = -math.inf
-            for i in range(M):
-                x = W2[i, j] + a[i]
-                if x > mx:
-                    mx = x
-            s = 0.0
-            for i in range(M):
-                s += math.exp(W2[i, j] + a[i] - mx)
-            b[j] = -(mx + math.log(s))
+            b[j] = _neg_logsumexp(W2[:, j], a)
     # Each row is divided by its own maximum (not the global one): every row then has max 1 and
     # sum >= 1, where h(r)/e is tight; a row with sum r << 1 would cost a factor ~1/(e r).
     A = np.empty((M, M))
