@@ -92,6 +92,18 @@ def permutation_marginals_enum(W):
     return np.einsum("...k,kij->...ij", p, onehot)
 
 
+
+def _row_shifted(W, max_m, what):
+    """``(W, M, shift)``: ``W`` as float64, its size ``M <= max_m`` (else a ``ValueError`` naming
+    ``what``) and its row maxima (0 for a row of ``-inf``), the scaling of both references."""
+    W = np.asarray(W, dtype=np.float64)
+    M = W.shape[0]
+    if M > max_m:
+        raise ValueError(f"{what} is for M <= {max_m}")
+    shift = W.max(axis=1, keepdims=True)
+    shift[~np.isfinite(shift)] = 0.0
+    return W, M, shift
+
 def log_permanent_ryser(W) -> float:
     """``log perm(exp W)`` of one (M, M) matrix by Ryser's formula with a Gray code.
 
@@ -99,12 +111,7 @@ def log_permanent_ryser(W) -> float:
     sum in float64, which loses relative accuracy as M grows (this is why production code uses
     the subset dynamic program). O(M 2^M) time, O(M) memory, pure NumPy loop: M <= 20.
     """
-    W = np.asarray(W, dtype=np.float64)
-    M = W.shape[0]
-    if M > 20:
-        raise ValueError("the reference Ryser loop is for M <= 20")
-    shift = W.max(axis=1, keepdims=True)
-    shift[~np.isfinite(shift)] = 0.0
+    W, M, shift = _row_shifted(W, 20, "the reference Ryser loop")
     A = np.exp(W - shift)
     row_sums = np.zeros(M)
     total = 0.0
@@ -131,12 +138,7 @@ def log_permanent_dp_longdouble(W) -> float:
     mantissa), with row-max scaling. An accuracy reference for the float64 kernel at M up to 24:
     independent code, about 2^11 times smaller rounding error. O(M 2^M) time, 2^M long doubles.
     """
-    W = np.asarray(W, dtype=np.float64)
-    M = W.shape[0]
-    if M > 24:
-        raise ValueError("the long-double reference DP is for M <= 24")
-    shift = W.max(axis=1, keepdims=True)
-    shift[~np.isfinite(shift)] = 0.0
+    W, M, shift = _row_shifted(W, 24, "the long-double reference DP")
     B = np.exp((W - shift).astype(np.longdouble))
     N = 1 << M
     subsets = np.arange(N, dtype=np.int64)
