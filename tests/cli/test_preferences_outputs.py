@@ -24,6 +24,20 @@ _HEADER = """# FILE NAME: big.soc
 """
 
 
+def test_two_component_mixture_fits_a_multiplicity_of_10_12(tmp_path, capsys):
+    """Issue 53, s.7: a multiplicity of 10^12 made the 2-component MAP fail (exit 3). It fits:
+    the per-ballot objective, and the ballot-length counts as float64 ``pm.Data``."""
+    big = 10**12
+    src = tmp_path / "big.soc"
+    src.write_text(_HEADER.format(total=big + 30, big=big))
+    out = tmp_path / "out.json"
+    assert main(["preferences", str(src), "--components", "2", "--fit", "map",
+                 "--json", str(out)]) == 0, capsys.readouterr().err
+    res = json.loads(out.read_text())
+    assert res["consensus"] == ["A", "B", "C", "D"]
+    assert res["train"]["n_rankings"] == big + 30
+
+
 @pytest.mark.xfail(strict=True, reason="open (issue 53): at a multiplicity of 10^18 the per-ballot "
                    "MAP stops (gradient 1e-5 per ballot) with the second component at weight "
                    "~3e-7 instead of ~3e-17, a saddle in its utilities; float64 cannot resolve "
