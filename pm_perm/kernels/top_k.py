@@ -46,9 +46,11 @@ Draws
 Scaling
     ``L`` is shifted by the dual potentials of the max-weight assignment of ``W_full`` (M x M),
     so every product is at most 1 and the largest is 1, as in :mod:`pm_perm.kernels.subset_dp`;
-    O(M^3) once per logits matrix. A ballot's suffix DP uses the same scaled weights and rescales
-    its table when its largest entry falls below 1e-100; a suffix sum below 1e-300 of its table's
-    largest entry (a ballot hundreds of nats less likely than its best completion) underflows.
+    O(M^3) once per logits matrix: the normaliser's terms that matter are at least 1e-16 and
+    never underflow. A ballot's suffix DP uses the same scaled weights; when its scaled sum is
+    below ``SUFFIX_TINY`` (the ballot is hundreds of nats less likely than the model's best
+    list, and terms may have underflowed) it is recomputed in log space on the unscaled logits
+    (exact whatever the spread, about 20 times slower).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from pm_perm.kernels.partial_orders import _block_log_perm
 from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
 
 __all__ = [
+    "SUFFIX_TINY",
     "TOP_K_MAX_K",
     "check_top_k_size",
     "make_top_k_kernel",
@@ -82,6 +85,10 @@ __all__ = [
 TOP_K_MAX_K = 24
 
 _RESCALE = 1e-100
+
+#: A ballot's dual-scaled suffix sum below this is recomputed in log space (see Scaling).
+SUFFIX_TINY = 1e-280
+_LOG_TINY = math.log(SUFFIX_TINY)
 
 
 def check_top_k_size(M: int, K: int) -> None:
@@ -265,20 +272,29 @@ def _log_normalizer(A, b, shift, P, Pout, want_grad):
 
 
 @njit(cache=True)
-def _suffix(A, b, k, U, nU, wk, grad, gk):
-    """``log`` of the scaled sum over fillings of positions ``k..K-1`` by the items ``U[:nU]``
-    (the others of ``U`` out); with ``gk`` adds ``wk`` times its marginals into ``grad``."""
+def _suffix(L, A, b, u, v, k, U, nU, wk, grad, gk):
+    """``log`` of the sum over fillings of positions ``k..K-1`` by the items ``U[:nU]`` (the
+    others of ``U`` out of the top K); with ``gk`` adds ``wk`` times its marginals into
+    ``grad``. On the dual-scaled weights ``A``, ``b`` (duals ``u``, ``v``); a scaled sum below
+    ``SUFFIX_TINY`` (its terms may have underflowed) is recomputed in log space."""
     K = A.shape[0]
     r = K - k
     items = U[:nU].copy()
     As = A[k:]
     F = np.empty((nU + 1 if gk else 2, 1 << r))
     logs = _forward(As, b, items, F)
+    zf = F[nU if gk else nU & 1, (1 << r) - 1]
+    if zf == 0.0 or math.log(zf) + logs[nU] < _LOG_TINY:
+        return _suffix_log(L, k, items, wk, grad, gk)
+    unscale = 0.0
+    for t in range(nU):
+        unscale += u[items[t]]
+    for j in range(k, K):
+        unscale += v[j]
+    if nU > r:
+        unscale += (nU - r) * v[K]
     if not gk:
-        zf = F[nU & 1, (1 << r) - 1]
-        return math.log(zf) + logs[nU] if zf > 0.0 else -np.inf
-    if F[nU, (1 << r) - 1] == 0.0:
-        return -np.inf
+        return math.log(zf) + logs[nU] - unscale
     P = np.empty((nU, r))
     Pout = np.empty(nU)
     val = _marginals(As, b, items, F, logs, P, Pout)
@@ -287,7 +303,69 @@ def _suffix(A, b, k, U, nU, wk, grad, gk):
         grad[i, K] += wk * Pout[t]
         for j in range(r):
             grad[i, k + j] += wk * P[t, j]
-    return val
+    return val - unscale
+
+
+@njit(cache=True, inline="always")
+def _lse(a, c):
+    if a == -np.inf:
+        return c
+    if c == -np.inf:
+        return a
+    return max(a, c) + math.log1p(math.exp(-abs(a - c)))
+
+
+@njit(cache=True)
+def _suffix_log(L, k, items, wk, grad, gk):
+    """:func:`_suffix` in log space on the unscaled logits: exact whatever the spread, about
+    20 times slower; for the ballots whose scaled suffix sum is below ``SUFFIX_TINY``."""
+    K = L.shape[1] - 1
+    r = K - k
+    n = 1 << r
+    m = items.shape[0]
+    full = n - 1
+    F = np.full((m + 1, n), -np.inf)
+    F[0, 0] = 0.0
+    for t in range(m):
+        i = items[t]
+        for S in range(n):
+            acc = L[i, K] + F[t, S]
+            s = S
+            while s:
+                low = s & (-s)
+                acc = _lse(acc, L[i, k + _bit(low)] + F[t, S ^ low])
+                s ^= low
+            F[t + 1, S] = acc
+    lz = F[m, full]
+    if not gk or lz == -np.inf:
+        return lz
+    cur = np.full(n, -np.inf)
+    nxt = np.empty(n)
+    cur[0] = 0.0
+    for t in range(m - 1, -1, -1):
+        i = items[t]
+        for S in range(n):
+            f = F[t, S]
+            if f == -np.inf:
+                continue
+            C = full ^ S
+            grad[i, K] += wk * math.exp(f + L[i, K] + cur[C] - lz)
+            c = C
+            while c:
+                low = c & (-c)
+                j = _bit(low)
+                grad[i, k + j] += wk * math.exp(f + L[i, k + j] + cur[C ^ low] - lz)
+                c ^= low
+        for T in range(n):
+            acc = L[i, K] + cur[T]
+            s = T
+            while s:
+                low = s & (-s)
+                acc = _lse(acc, L[i, k + _bit(low)] + cur[T ^ low])
+                s ^= low
+            nxt[T] = acc
+        cur, nxt = nxt, cur
+    return lz
 
 
 @njit(cache=True)
@@ -327,7 +405,6 @@ def top_k_core(L, orders, weights, values, grad, want_grad):
     P = np.empty((M, K))
     Pout = np.empty(M)
     log_z = _log_normalizer(A, b, shift, P, Pout, want_grad)
-    vr = v[K] if K < M else 0.0
     if want_grad:
         grad[:, :] = 0.0
     seq = np.empty(M, dtype=np.int64)
@@ -367,13 +444,8 @@ def top_k_core(L, orders, weights, values, grad, want_grad):
                 lp += L[U[t], K]
                 if gk:
                     grad[U[t], K] += wk
-        else:  # they fill positions k..K-1: the suffix DP, unscaled by the duals
-            s = _suffix(A, b, k, U, nU, wk, grad, gk)
-            for t in range(nU):
-                s -= u[U[t]]
-            for j in range(k, K):
-                s -= v[j]
-            lp += s - (nU - (K - k)) * vr
+        else:  # they fill positions k..K-1: the suffix DP
+            lp += _suffix(L, A, b, u, v, k, U, nU, wk, grad, gk)
         values[q] = lp - log_z
         if wk != 0.0:
             total += wk * values[q]

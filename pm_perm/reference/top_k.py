@@ -8,6 +8,7 @@ Nothing here is used by the production code.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -16,15 +17,22 @@ from scipy.special import logsumexp
 __all__ = ["top_k_lists", "top_k_logp_enum", "top_k_marginals_enum", "top_k_scores"]
 
 
-def top_k_lists(M: int, K: int) -> np.ndarray:
-    """Every top-K list of ``M`` items in rank form (item at position ``j < K`` holds ``j``, the
-    others ``-1``), shape (M!/(M-K)!, M), int64."""
+@functools.cache
+def _lists(M, K):
     rows = []
     for t in itertools.permutations(range(M), K):
         y = np.full(M, -1, dtype=np.int64)
         y[list(t)] = np.arange(K)
         rows.append(y)
-    return np.array(rows, dtype=np.int64).reshape(-1, M)
+    out = np.array(rows, dtype=np.int64).reshape(-1, M)
+    out.flags.writeable = False
+    return out
+
+
+def top_k_lists(M: int, K: int) -> np.ndarray:
+    """Every top-K list of ``M`` items in rank form (item at position ``j < K`` holds ``j``, the
+    others ``-1``), shape (M!/(M-K)!, M), int64 (read-only; cached)."""
+    return _lists(int(M), int(K))
 
 
 def top_k_scores(L, lists):
