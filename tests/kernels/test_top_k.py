@@ -9,12 +9,12 @@ from pm_perm.kernels.partial_orders import partial_order_loglik
 from pm_perm.kernels.top_k import (
     TOP_K_MAX_K,
     check_top_k_size,
-    sample_top_k,
     top_k_log_normalizer,
     top_k_loglik,
     top_k_loglik_and_grad,
     top_k_marginals,
 )
+from pm_perm.kernels.top_k_sampler import sample_top_k
 from pm_perm.reference.rankings import random_tie_orders
 from pm_perm.reference.top_k import (
     _consistent,
