@@ -167,26 +167,36 @@ def _forward(A, b, items, tables):
     for t in range(m):
         src = tables[t] if keep else tables[t & 1]
         dst = tables[t + 1] if keep else tables[(t + 1) & 1]
-        i = items[t]
-        bi = b[i]
-        mx = 0.0
-        for S in range(n):
-            acc = bi * src[S]
-            s = S
-            while s:
-                low = s & (-s)
-                j = _bit(low)
-                acc += A[j, i] * src[S ^ low]
-                s ^= low
-            dst[S] = acc
-            if acc > mx:
-                mx = acc
+        mx = _step(A, items[t], b[items[t]], src, dst, r)
         logs[t + 1] = logs[t]
         if 0.0 < mx < _RESCALE:
             for S in range(n):
                 dst[S] /= mx
             logs[t + 1] += math.log(mx)
     return logs
+
+
+@njit(cache=True, inline="always")
+def _step(A, i, bi, src, dst, r):
+    """``dst(S) = bi src(S) + sum_{j in S} A[j, i] src(S - {j})`` for every subset ``S`` of the
+    ``r`` rows, one row ``j`` at a time over contiguous runs (vectorised); returns the largest
+    entry of ``dst``."""
+    n = 1 << r
+    for S in range(n):
+        dst[S] = bi * src[S]
+    for j in range(r):
+        a = A[j, i]
+        if a == 0.0:
+            continue
+        h = 1 << j
+        for blk in range(h, n, 2 * h):
+            for lo in range(blk, blk + h):
+                dst[lo] += a * src[lo - h]
+    mx = 0.0
+    for S in range(n):
+        if dst[S] > mx:
+            mx = dst[S]
+    return mx
 
 
 @njit(cache=True, inline="always")
@@ -218,35 +228,18 @@ def _marginals(A, b, items, F, logs, P, Pout):
         Ft = F[t]
         scale = math.exp(logs[t] + tau - logz)
         po = 0.0
-        for j in range(r):
-            P[t, j] = 0.0
         for S in range(n):
-            f = Ft[S]
-            if f == 0.0:
-                continue
-            C = full ^ S
-            po += f * cur[C]
-            c = C
-            while c:
-                low = c & (-c)
-                j = _bit(low)
-                P[t, j] += f * cur[C ^ low]
-                c ^= low
+            po += Ft[S] * cur[full - S]
         Pout[t] = po * b[i] * scale
         for j in range(r):
-            P[t, j] *= A[j, i] * scale
+            h = 1 << j
+            acc = 0.0
+            for blk in range(0, n, 2 * h):  # S without row j: cur at the complement minus j
+                for S in range(blk, blk + h):
+                    acc += Ft[S] * cur[full - h - S]
+            P[t, j] = acc * A[j, i] * scale
         # Bk_t(T) = b_i Bk_{t+1}(T) + sum_{j in T} a[j, i] Bk_{t+1}(T - j)
-        mx = 0.0
-        for T in range(n):
-            acc = b[i] * cur[T]
-            s = T
-            while s:
-                low = s & (-s)
-                acc += A[_bit(low), i] * cur[T ^ low]
-                s ^= low
-            nxt[T] = acc
-            if acc > mx:
-                mx = acc
+        mx = _step(A, i, b[i], cur, nxt, r)
         if 0.0 < mx < _RESCALE:
             for T in range(n):
                 nxt[T] /= mx
