@@ -54,6 +54,10 @@ plackett_luce / PlackettLuce
 preferences (ranking data without features)
     :mod:`pm_perm.preferences`: PrefLib reader/writer, ``RankingData`` (orders aggregated with
     counts), Plackett-Luce and full ranking models and their mixtures, posterior analysis.
+top_k_loglik / TopKRanking (any number of items)
+    Exact top-k item-by-position model: logits for positions 0..K-1 and one "not in the top K"
+    logit per item; the normaliser is the K x M rectangular permanent by a DP over subsets of
+    the K positions, O(M K 2^K); ballots of length <= K with ties, gradient, exact draws.
 partial_order_loglik / PartialRanking
     Exact likelihood of top-k and tied rankings under the permutation exponential family: one
     suffix subset table shared by all orders of one W, tie blocks by block permanents, gradient by
@@ -114,6 +118,7 @@ _LAZY = {
     "PartialRanking": "pm_perm.distributions",
     "PermutationExpFamily": "pm_perm.distributions",
     "PlackettLuce": "pm_perm.distributions",
+    "TopKRanking": "pm_perm.distributions",
     "edge_logits": "pm_perm.distributions",
     "expected_topk_gain": "pm_perm.ops.cardinality",
     "log_expected_topk_gain": "pm_perm.ops.cardinality",

@@ -8,6 +8,7 @@ from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
 from pm_perm.distributions.partial_ranking import PartialRanking
 from pm_perm.distributions.permutation import PermutationExpFamily, edge_logits
 from pm_perm.distributions.plackett_luce import PlackettLuce
+from pm_perm.distributions.top_k import TopKRanking
 from pm_perm.inference import step_methods as _step_methods  # noqa: F401  (registers the step method)
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "PermutationExpFamily",
     "PlackettLuce",
     "RankingMixture",
+    "TopKRanking",
     "edge_logits",
     "mixture_memberships",
 ]

@@ -78,8 +78,10 @@ def check_partial_order_size(M: int, *, plackett_luce: str = "pm_perm.PlackettLu
     (the Python class by default; the CLI names its flag).
     """
     alternatives = (
-        f"Use the Plackett-Luce model ({plackett_luce}, any number of items) or rank fewer "
-        "items (e.g. merge or drop rarely ranked ones)."
+        f"Use the Plackett-Luce model ({plackett_luce}, any number of items), or for ballots of "
+        "at most K items the exact top-k model (pm_perm.TopKRanking, "
+        "pm_perm.preferences.models.top_k_model; any number of items, O(M K 2^K)), or rank "
+        "fewer items (e.g. merge or drop rarely ranked ones)."
     )
     if M > EXACT_MAX_M:
         raise ValueError(

@@ -21,6 +21,10 @@ Models (``K`` components; ``K = 1`` is a single population)
     ``c_j = H_{M-1-j}``, :func:`harmonic_positions`; or learned, ordered).
 ``full_model``
     Any item x position matrix, shrunk toward the rank-one model (see its docstring).
+``top_k_model``
+    The exact top-k item-by-position model (:class:`~pm_perm.TopKRanking`) for any number of
+    items: free logits for positions ``0..K-1`` and one "not in the top K" logit per item,
+    shrunk toward the rank-one mean (one population).
 
 Identifiability: ``p(pi)`` is unchanged when a constant is added to a row or a column of ``W``
 (every permutation uses each row and column once), and Plackett-Luce is unchanged by a shift of
@@ -84,6 +88,7 @@ __all__ = [
     "harmonic_positions",
     "plackett_luce_model",
     "rank_one_model",
+    "top_k_model",
     "zero_sum_basis",
 ]
 
@@ -521,6 +526,92 @@ def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item
         W = pm.Deterministic("W", W, dims=dims)
         _likelihood("full", W, data, components)
     return RankingModel(model, "full", components, data, parametrization=parametrization)
+
+
+def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_features=None,
+                positions="harmonic", tau=None, components=1):
+    """Exact top-k item-by-position model, shrunk hierarchically toward the rank-one model.
+
+    Ballots rank at most ``K`` of the ``M`` items (:class:`~pm_perm.TopKRanking`): ``W[i, j]``
+    is the logit of item ``i`` at position ``j < K`` and ``V[i]`` that of item ``i`` not being
+    in the top K (positions ``K..M-1`` are exchangeable), ``p(t) ∝ exp(sum_{j<K} W[t_j, j] +
+    sum_{i not in t} V[i])``. The normaliser is a K x M rectangular permanent, a DP over
+    subsets of the K positions (O(M K 2^K)): any number of items. With ``K = M`` it is
+    :func:`full_model`'s likelihood.
+
+    ``logits = [W | V] = u m^T + tau * delta`` with ``m = (c_0, ..., c_{K-1}, c_out)``: ``c``
+    the fixed position profile of :func:`rank_one_model` over the M positions (``positions``)
+    and ``c_out`` its mean over positions ``K..M-1`` (0 when ``K = M``), ``u`` the zero-sum
+    utilities, ``delta ~ ZeroSumNormal(1)`` over items and over the ``K + 1`` columns (a shift
+    of a row or of a column of the logits changes no probability), ``tau ~
+    HalfNormal(shrinkage_scale)`` or fixed. The ballot lengths: ``length_probs ~
+    Dirichlet(1)`` over ``k = 0..K`` (dim ``"top_length"``).
+
+    Parameters
+    ----------
+    data : RankingData
+    K : int, optional
+        Positions modelled; default the data's longest ballot (tied items count as ranked).
+    prior_sigma, shrinkage_scale, item_features, positions
+        As in :func:`full_model`.
+    tau : float, optional
+        A fixed deviation scale ``>= 0`` (the ``pm.Data`` ``"tau"``) instead of the prior.
+    components : int
+        1 only (mixtures of the top-k model are not implemented yet).
+
+    Returns
+    -------
+    RankingModel
+        Family ``"top-k"``; deterministic ``"W"`` (1, M, K + 1), the logits.
+
+    Raises
+    ------
+    ValueError
+        As :func:`full_model`; also ``K`` not in ``1..M``, ballots longer than ``K``, K beyond
+        ``TOP_K_MAX_K`` or the memory budget, or ``components`` other than 1.
+    """
+    from pm_perm.distributions import TopKRanking
+    from pm_perm.kernels.top_k import check_top_k_size
+
+    prior_sigma = _check_scale("prior_sigma", prior_sigma)
+    shrinkage_scale = _check_scale("shrinkage_scale", shrinkage_scale)
+    _check_data(data, components)
+    if components != 1:
+        raise ValueError("top_k_model has one population only (components=1): mixtures of the "
+                         "top-k model are not implemented yet")
+    M = data.n_items
+    longest = int(max(1, (np.asarray(data.orders) >= 0).sum(axis=1).max()))
+    K = longest if K is None else K
+    if isinstance(K, bool) or not isinstance(K, int | np.integer) or not 1 <= K <= M:
+        raise ValueError(f"K must be an integer in 1..M = {M} (positions modelled); got {K!r}")
+    if longest > K:
+        raise ValueError(f"the data hold ballots of {longest} ranked items, more than K = {K}: "
+                         f"use K >= {longest} (the default) or cut the ballots")
+    check_top_k_size(M, int(K))
+    K = int(K)
+    if tau is not None:
+        tau = _check_fixed_tau(tau)
+    coords = {**_coords(data, 1), "top_position": np.arange(K + 1),
+              "top_length": np.arange(K + 1), "top_position_basis": np.arange(K)}
+    with pm.Model(coords=coords) as model:
+        u = _utilities(data, 1, prior_sigma, item_features)
+        c = _positions(M, False, positions)
+        c_out = pt.mean(c[K:]) if K < M else pt.zeros(())
+        mean = u[:, :, None] * pt.concatenate([c[:K], c_out[None]])[None, None, :]
+        tau = pm.HalfNormal("tau", shrinkage_scale) if tau is None else pm.Data(
+            "tau", np.float64(tau))
+        delta = pm.Normal("delta_raw", 0.0, 1.0,
+                          dims=("component", "item_basis", "top_position_basis"))
+        Bm, Bk = zero_sum_basis(M), zero_sum_basis(K + 1)
+        T = pt.tensordot(delta, Bk, axes=([2], [1]))  # (1, M - 1, K + 1)
+        dev = pt.tensordot(Bm, T, axes=([1], [1])).dimshuffle(1, 0, 2)
+        W = pm.Deterministic("W", mean + tau * dev, dims=("component", "item", "top_position"))
+        length_probs = pm.Dirichlet("length_probs", a=np.ones(K + 1), dims="top_length")
+        orders = pm.Data("orders", data.orders, dims=("order", "item"))
+        counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
+        TopKRanking("ballots", logits=W[0], weights=counts, length_probs=length_probs,
+                    observed=orders, dims=("ballot", "item"))
+    return RankingModel(model, "top-k", 1, data)
 
 
 #: ``parametrization="auto"`` of :func:`full_model` is centred from this many ballots per entry

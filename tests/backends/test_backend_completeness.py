@@ -47,6 +47,8 @@ NOT_IN_GRAPHS = {
     "and LogPermanentAndMarginals (the props max_m, method and the runtime checks)",
     "pm_perm.ops.partial_orders._PartialOrderOp": "abstract base of the four PartialOrderLoglik* "
     "Ops (the prop max_m and the runtime checks)",
+    "pm_perm.ops.top_k._TopKOp": "abstract base of the four TopKLoglik* Ops (the prop max_k "
+    "and the runtime checks)",
     "pm_perm.ops.bethe._BetheOp": "abstract base of BetheLogPermanent, BetheMarginals and "
     "BetheLogPermanentAndMarginals (the props tol and max_iter)",
     "pm_perm.ops.plackett_luce._PlackettLuceOp": "abstract base of the four PlackettLuceLoglik* "
@@ -76,9 +78,16 @@ SYMBOLIC = {
     "components' RandomVariables and take_along_axis",
 }
 
-#: Ops without a JAX implementation: none (pm_perm's RandomVariables draw through a host
-#: callback to their CPU samplers: pm_perm.backends.jax.random).
-NO_JAX: dict[str, str] = {}
+#: Ops without a JAX implementation (pm_perm's RandomVariables draw through a host callback to
+#: their CPU samplers: pm_perm.backends.jax.random).
+_TOP_K_NO_JAX = ("not yet: the top-k kernel (pm_perm.kernels.top_k.top_k_core) fits the CPU "
+                 "XLA FFI route of the other ranking Ops (pm_perm.backends.jax.cpu_ffi, "
+                 "_ranking_call with M (K + 1) parameters per batch entry); issue 50, a later "
+                 "step")
+NO_JAX: dict[str, str] = {
+    f"pm_perm.ops.top_k.{name}": _TOP_K_NO_JAX
+    for name in ("TopKLoglik", "TopKLoglikSum", "TopKLoglikSumAndGrad", "TopKLoglikAndGrad")
+}
 
 #: Ops without a numba implementation: none.
 NO_NUMBA: dict[str, str] = {}

@@ -32,6 +32,7 @@ from pm_perm.distributions.permutation import (
     PermutationExpFamilyRV,
 )
 from pm_perm.distributions.plackett_luce import PlackettLuceRV
+from pm_perm.distributions.top_k import TopKRankingRV
 from pm_perm.ops import ballots as ballots_ops
 from pm_perm.ops import bethe as bethe_ops
 from pm_perm.ops import cardinality as card_ops
@@ -180,5 +181,5 @@ def _jax_repeat_rows(op, node=None, **kwargs):
 random.register((
     ConditionalBernoulliRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
     PermutationExpFamilyRV, PermutationExpFamilyBetheRV, PermutationExpFamilyGlynnRV,
-    PlackettLuceRV,
+    PlackettLuceRV, TopKRankingRV,
 ))

@@ -1,0 +1,384 @@
+"""PyTensor Ops for the exact top-k item-by-position model; kernels in
+:mod:`pm_perm.kernels.top_k`.
+
+* ``top_k_loglik(logits, orders)``: ``(..., M, K + 1), (n, M) -> (..., n)``, ``log p`` of each
+  rank-form ballot (at most K items ranked; the last column of the logits is the "not in the
+  top K" logit).
+* ``top_k_loglik_sum(logits, orders, counts)``: ``-> (...)``, ``sum_n counts[n] log p(ballot
+  n)``: value and gradient from ONE Op run; a graph that needs only the value gets the
+  value-only Op (rewrite ``local_top_k_sum_value_only``).
+
+A graph that needs the per-ballot values AND a gradient weighted by data (``TopKRanking``'s
+logp: ``sum(counts * loglik)``) would run the kernel twice (values, then the pullback); the
+rewrite ``local_fuse_top_k_loglik_and_grad`` makes that one ``TopKLoglikAndGrad`` node.
+
+Core Ops are wrapped in ``Blockwise`` (batch dimensions of the logits, e.g. the components of a
+mixture) and have numba implementations calling the kernel's C symbol
+(:mod:`pm_perm.ops.extern`). Orders are integer data: rows that are not valid rank form, or
+rank more than K items, get ``-inf``. NaN, ``+inf`` or finite logits beyond 1e300 give NaN, as
+do logits under which no top-K list has positive probability. K beyond the limit
+(:func:`pm_perm.kernels.top_k.check_top_k_size`) raises ``ValueError`` naming the alternatives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from numba import types
+from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import node_rewriter
+from pytensor.graph.traversal import ancestors
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.rewriting.basic import register_specialize
+
+from pm_perm.kernels._version import code_version
+from pm_perm.kernels.top_k import TOP_K_MAX_K, check_top_k_size, make_top_k_kernel
+from pm_perm.ops._blockwise import (
+    EmptyBatchBlockwise,
+    register_core_ops,
+    register_value_only_rewrite,
+)
+from pm_perm.ops._ranking import RankingKernelOp
+from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
+
+__all__ = [
+    "TopKLoglik",
+    "TopKLoglikAndGrad",
+    "TopKLoglikSum",
+    "TopKLoglikSumAndGrad",
+    "top_k_loglik",
+    "top_k_loglik_sum",
+]
+
+
+def _core_inputs(L, orders, weights):
+    L = pt.as_tensor_variable(L)
+    orders = pt.as_tensor_variable(orders)
+    if L.type.ndim != 2 or orders.type.ndim != 2:
+        raise TypeError("core Op expects logits (M, K + 1) and orders (n, M)")
+    if L.type.dtype not in pt.type.float_dtypes:
+        raise TypeError(f"logits must be floating point; got dtype {L.type.dtype}")
+    if orders.type.dtype not in pt.type.int_dtypes:
+        raise TypeError(f"orders must be integers (rank form); got dtype {orders.type.dtype}")
+    M, Q = L.type.shape
+    if M is not None and Q is not None:
+        check_top_k_size(M, Q - 1)
+    inputs = [pt.cast(L, "float64"), pt.cast(orders, "int64")]
+    if weights is not None:
+        weights = pt.as_tensor_variable(weights)
+        if weights.type.ndim != 1:
+            raise TypeError("counts / weights must be a vector (n,)")
+        inputs.append(pt.cast(weights, "float64"))
+    return inputs
+
+
+class _TopKOp(RankingKernelOp, Op):
+    """Shared construction: ``max_k`` (the largest K accepted) is part of the props."""
+
+    __props__ = ("max_k",)
+
+    def __init__(self, max_k=TOP_K_MAX_K):
+        self.max_k = int(max_k)
+
+    def _inputs(self, L, orders, weights=None):
+        return _core_inputs(L, orders, weights)
+
+    def _kernel(self, L, orders, weights, want_grad):
+        return _run(L, orders, weights, want_grad)
+
+    def _check_runtime(self, L, orders, weights=None):
+        M, Q = L.shape
+        check_top_k_size(M, Q - 1)
+        if orders.shape[-1] != M:
+            raise ValueError(f"orders have {orders.shape[-1]} columns but the logits have {M} "
+                             "rows (items)")
+        if weights is not None and weights.shape[-1] != orders.shape[0]:
+            raise ValueError(f"{weights.shape[-1]} counts for {orders.shape[0]} orders")
+
+
+class TopKLoglik(_TopKOp):
+    """Core Op: per-ballot ``log p`` for logits (M, K + 1) and orders (n, M) -> (n,)."""
+
+    gufunc_signature = "(m,q),(n,m)->(n)"
+    output_names = ("values",)
+
+    def make_node(self, L, orders):
+        return self._apply(L, orders)
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        L, orders = inputs
+        (g,) = cotangents
+        return [_sum_and_grad(L, orders, g)[1], disconnected_type()]
+
+
+class TopKLoglikSumAndGrad(_TopKOp):
+    """Core Op: ``(sum_n w_n log p_n (), its gradient (M, K + 1))`` from one kernel run."""
+
+    gufunc_signature = "(m,q),(n,m),(n)->(),(m,q)"
+    output_names = ("total", "grad")
+
+    def make_node(self, L, orders, weights):
+        return self._apply(L, orders, weights)
+
+    def connection_pattern(self, node):
+        return [[True, True], [False, False], [True, True]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        L, orders, weights = inputs
+        g_v, g_grad = cotangents
+        if not isinstance(g_grad.type, DisconnectedType):
+            return [grad_not_implemented(self, 0, L, "second derivatives of the loglik"),
+                    disconnected_type(),
+                    grad_not_implemented(self, 2, weights, "derivative of the gradient")]
+        if isinstance(g_v.type, DisconnectedType):
+            return [pt.zeros_like(L), disconnected_type(), pt.zeros_like(weights)]
+        return [g_v[..., None, None] * outputs[1], disconnected_type(),
+                g_v[..., None] * _loglik(L, orders)]
+
+
+class TopKLoglikSum(_TopKOp):
+    """Value only, ``sum_n w_n log p_n`` (): used by the rewrite when no output needs the
+    gradient. Its pullback is the gradient output of the two-output Op."""
+
+    gufunc_signature = "(m,q),(n,m),(n)->()"
+    output_names = ("total",)
+
+    def make_node(self, L, orders, weights):
+        return self._apply(L, orders, weights)
+
+    def connection_pattern(self, node):
+        return [[True], [False], [True]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        L, orders, weights = inputs
+        (g,) = cotangents
+        return [g[..., None, None] * _sum_and_grad(L, orders, weights)[1], disconnected_type(),
+                g[..., None] * _loglik(L, orders)]
+
+
+class TopKLoglikAndGrad(_TopKOp):
+    """Core Op: per-ballot ``log p`` (n,) and the gradient (M, K + 1) of ``sum_n w_n log p_n``
+    from one kernel run; created by ``local_fuse_top_k_loglik_and_grad``. No gradient."""
+
+    gufunc_signature = "(m,q),(n,m),(n)->(n),(m,q)"
+    output_names = ("values", "grad")
+
+    def make_node(self, L, orders, weights):
+        return self._apply(L, orders, weights)
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [grad_not_implemented(self, i, x, "gradient of the fused Op (a rewrite product)")
+                for i, x in enumerate(inputs)]
+
+
+_loglik = EmptyBatchBlockwise(TopKLoglik())
+_sum_and_grad = EmptyBatchBlockwise(TopKLoglikSumAndGrad())
+
+
+# ----------------------------------------------------------------------------- the kernel
+
+_F64_PTR = types.CPointer(types.float64)
+_SIGNATURE = types.float64(_F64_PTR, types.intp, types.intp, types.CPointer(types.int64),
+                           types.intp, _F64_PTR, _F64_PTR, _F64_PTR, types.intc)
+_VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
+_EXTERN = extern_kernel("pm_perm_top_k_kernel", _SIGNATURE, make_top_k_kernel(_VERSION))
+
+
+def _run(L, orders, weights, want_grad):
+    """``(total, values (n,), gradient (M, K + 1) or None)`` of one core input in Python."""
+    L = np.ascontiguousarray(L, dtype=np.float64)
+    orders = np.ascontiguousarray(orders, dtype=np.int64)
+    (M, Q), n = L.shape, orders.shape[0]
+    weights = np.zeros(n) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    values = np.empty(n)
+    grad = np.empty((M, Q) if want_grad else (0, 0))
+    total = _EXTERN()(L, M, Q, orders, n, weights, values, grad, int(want_grad))
+    return total, values, grad if want_grad else None
+
+
+class _ShapeError(StatusError):
+    """The numba implementations' shape errors (see :class:`StatusError`)."""
+
+    messages = (
+        (ValueError, ""),
+        (ValueError, "top-k logits must be (M, K + 1) with 1 <= K <= M and K within the exact "
+                     "limit TOP_K_MAX_K, and orders (n, M)"),
+        (ValueError, "counts must have one entry per order"),
+        (ValueError, "weights must have one entry per order"),
+    )
+
+
+def _kernel_numba(max_k, weights_name):
+    """``run(L, orders, weights, values, grad, want_grad) -> total`` in compiled code: checks
+    the shapes (raising ``ValueError``), then calls the C kernel."""
+    kernel = _EXTERN().external
+    weights_error = 2 if weights_name == "counts" else 3
+
+    @numba_basic.numba_njit
+    def run(L, orders, weights, values, grad, want_grad):
+        M, Q = L.shape
+        if Q < 2 or Q - 1 > M or Q - 1 > max_k or orders.shape[1] != M:
+            raise _ShapeError(1)
+        if weights.shape[0] != orders.shape[0]:
+            raise _ShapeError(weights_error)
+        Lc, oc = np.ascontiguousarray(L), np.ascontiguousarray(orders)
+        wc = np.ascontiguousarray(weights)
+        v, g = c_contiguous_out(values), c_contiguous_out(grad)
+        total = kernel(Lc.ctypes, M, Q, oc.ctypes, orders.shape[0], wc.ctypes, v.ctypes,
+                       g.ctypes, want_grad)
+        copy_back(values, v)
+        if want_grad:
+            copy_back(grad, g)
+        return total
+
+    return run
+
+
+@register_funcify_default_op_cache_key(TopKLoglik)
+def _numba_top_k_loglik(op, node, **kwargs):
+    run = _kernel_numba(op.max_k, "counts")
+
+    @numba_basic.numba_njit
+    def top_k_loglik_numba(L, orders, out=None):
+        n = orders.shape[0]
+        if out is None:
+            out = np.empty(n)
+        run(L, orders, np.zeros(n), out, np.empty((0, 0)), 0)
+        return out
+
+    top_k_loglik_numba.handles_out = True
+    return top_k_loglik_numba, _VERSION
+
+
+@register_funcify_default_op_cache_key(TopKLoglikSumAndGrad)
+def _numba_top_k_loglik_sum_and_grad(op, node, **kwargs):
+    run = _kernel_numba(op.max_k, "counts")
+
+    @numba_basic.numba_njit
+    def top_k_loglik_sum_and_grad_numba(L, orders, weights, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(()), np.empty(L.shape)
+        out_v[()] = run(L, orders, weights, np.empty(orders.shape[0]), out_g, 1)
+        return out_v, out_g
+
+    top_k_loglik_sum_and_grad_numba.handles_out = True
+    return top_k_loglik_sum_and_grad_numba, _VERSION
+
+
+@register_funcify_default_op_cache_key(TopKLoglikSum)
+def _numba_top_k_loglik_sum(op, node, **kwargs):
+    run = _kernel_numba(op.max_k, "counts")
+
+    @numba_basic.numba_njit
+    def top_k_loglik_sum_numba(L, orders, weights, out=None):
+        if out is None:
+            out = np.empty(())
+        out[()] = run(L, orders, weights, np.empty(orders.shape[0]), np.empty((0, 0)), 0)
+        return out
+
+    top_k_loglik_sum_numba.handles_out = True
+    return top_k_loglik_sum_numba, _VERSION
+
+
+@register_funcify_default_op_cache_key(TopKLoglikAndGrad)
+def _numba_top_k_loglik_and_grad(op, node, **kwargs):
+    run = _kernel_numba(op.max_k, "weights")
+
+    @numba_basic.numba_njit
+    def top_k_loglik_and_grad_numba(L, orders, weights, out_v=None, out_g=None):
+        if out_v is None:
+            out_v, out_g = np.empty(orders.shape[0]), np.empty(L.shape)
+        run(L, orders, weights, out_v, out_g, 1)
+        return out_v, out_g
+
+    top_k_loglik_and_grad_numba.handles_out = True
+    return top_k_loglik_and_grad_numba, _VERSION
+
+
+# ----------------------------------------------------------------------------- graph rewrites
+
+
+local_top_k_sum_value_only = register_value_only_rewrite(
+    "local_top_k_sum_value_only", TopKLoglikSumAndGrad,
+    lambda core: EmptyBatchBlockwise(TopKLoglikSum(core.max_k)), "gradient")
+
+
+def _is_loglik(var):
+    node = var.owner
+    return (node is not None and isinstance(node.op, Blockwise)
+            and isinstance(node.op.core_op, TopKLoglik))
+
+
+@register_specialize
+@node_rewriter([Blockwise])
+def local_fuse_top_k_loglik_and_grad(fgraph, node):
+    """One kernel run instead of two for per-ballot values + a gradient weighted independently
+    of them (``sum(weights * loglik)`` with data weights, as in ``TopKRanking``'s logp): replace
+    ``TopKLoglik(L, orders)`` and the gradient output of ``TopKLoglikSumAndGrad(L, orders, g)``
+    by one ``TopKLoglikAndGrad`` node. Only for one (M, K + 1) matrix and unbatched weights."""
+    if not isinstance(node.op.core_op, TopKLoglikSumAndGrad):
+        return None
+    L, orders, g = node.inputs
+    if L.type.ndim != 2 or orders.type.ndim != 2 or g.type.ndim != 1:
+        return None
+    if fgraph.clients.get(node.outputs[0]):
+        return None  # the weighted sum itself is used: keep the two-output Op
+    for client, _ in fgraph.clients[L]:
+        loglik = client if isinstance(client, Apply) else None
+        if (loglik is None or not _is_loglik(loglik.outputs[0])
+                or loglik.inputs[0] is not L or loglik.inputs[1] is not orders):
+            continue
+        if loglik.outputs[0] in ancestors([g]):
+            continue  # the weights depend on the values: they must come first
+        fused = EmptyBatchBlockwise(TopKLoglikAndGrad(node.op.core_op.max_k))
+        values, grad = fused(L, orders, g)
+        return {loglik.outputs[0]: values, node.outputs[1]: grad}
+    return None
+
+
+# ----------------------------------------------------------------------------- public helpers
+
+
+def top_k_loglik(logits, orders):
+    """Symbolic ``log p(ballot n)`` of the top-k model -> (..., n).
+
+    Parameters
+    ----------
+    logits : tensor_like of float, shape (..., M, K + 1)
+        Columns ``0..K-1``: the logit of each item at each position; the last column: the logit
+        of each item being not in the top K (:mod:`pm_perm.kernels.top_k`).
+    orders : tensor_like of int, shape (n, M)
+        Rank-form ballots (:class:`pm_perm.PartialRanking`'s convention) ranking at most K
+        items; longer or invalid rows get ``-inf``.
+
+    Notes
+    -----
+    Differentiable in ``logits``. O(M^3 + M K 2^K) per logits matrix, plus O(M) per ballot of
+    length K and O(M r 2^r) per ballot leaving r = K - k positions to its unranked items.
+    """
+    return _loglik(logits, orders)
+
+
+def top_k_loglik_sum(logits, orders, counts):
+    """Symbolic ``sum_n counts[n] log p(ballot n)`` -> (...), value and gradient from one Op run.
+
+    Parameters
+    ----------
+    logits : tensor_like of float, shape (..., M, K + 1)
+    orders : tensor_like of int, shape (n, M)
+        Distinct rank-form ballots.
+    counts : tensor_like of float, shape (n,)
+        Number of ballots per order (rows of weight 0 are skipped).
+    """
+    return _sum_and_grad(logits, orders, counts)[0]
+
+
+# gradient graphs vectorise these core Ops into EmptyBatchBlockwise (pm_perm.ops._blockwise)
+register_core_ops(TopKLoglik, TopKLoglikSumAndGrad, TopKLoglikSum, TopKLoglikAndGrad)

@@ -1,0 +1,57 @@
+"""models.top_k_model: the built likelihood is the top-k kernel's, K from the data, errors."""
+
+import numpy as np
+import pytest
+
+from pm_perm.kernels.top_k import top_k_loglik_and_grad
+from pm_perm.kernels.top_k_sampler import sample_top_k
+from pm_perm.preferences import models as rmod
+from pm_perm.preferences.data import RankingData
+
+
+def _data(M=7, K=3, n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    L = np.concatenate([rng.normal(size=(M, K)), np.zeros((M, 1))], 1)
+    orders = sample_top_k(L, size=(n,), rng=rng)
+    orders[:15] = np.where(orders[:15] == K - 1, -1, orders[:15])  # some shorter ballots
+    orders[15:20] = np.where(orders[15:20] >= 1, -1, orders[15:20])
+    return RankingData.from_orders(orders)
+
+
+def test_likelihood_is_the_kernels_and_k_comes_from_the_data():
+    data = _data()
+    rm = rmod.top_k_model(data, tau=0.7)
+    assert rm.family == "top-k" and rm.model["W"].eval().shape == (1, 7, 4)
+    model = rm.model
+    ip = model.initial_point()
+    rng = np.random.default_rng(1)
+    point = {k: v + rng.normal(scale=0.3, size=np.shape(v)) for k, v in ip.items()}
+    logp = model.compile_logp(vars=[model["ballots"]], jacobian=False)(point)
+    W, lp_len = model.compile_fn(model.replace_rvs_by_values([model["W"],
+                                                              model["length_probs"]]),
+                                 inputs=model.value_vars, on_unused_input="ignore")(point)
+    total, _ = top_k_loglik_and_grad(W[0], data.orders, data.counts.astype(float))
+    k = (data.orders >= 0).sum(1)
+    np.testing.assert_allclose(logp, total + data.counts @ np.log(lp_len[k]), rtol=1e-10)
+
+
+def test_k_equals_m_mean_is_the_full_models_rank_one_mean():
+    data = _data(M=4, K=4, n=60)
+    rm = rmod.top_k_model(data, tau=0.0)
+    full = rmod.full_model(data, tau=0.0)
+    u = np.array([[0.5, -1.0, 0.2]])
+    a = rm.model.compile_fn(rm.model["W"], inputs=[rm.model["u_raw"]],
+                            on_unused_input="ignore")({"u_raw": u})
+    b = full.model.compile_fn(full.model["W"], inputs=[full.model["u_raw"]],
+                              on_unused_input="ignore")({"u_raw": u})
+    np.testing.assert_allclose(a[0, :, :4], b[0], atol=1e-12)
+
+
+def test_bad_k_and_components_are_named():
+    data = _data()
+    with pytest.raises(ValueError, match="more than K = 2"):
+        rmod.top_k_model(data, K=2)
+    with pytest.raises(ValueError, match="K must be an integer in 1..M = 7"):
+        rmod.top_k_model(data, K=8)
+    with pytest.raises(ValueError, match="one population only"):
+        rmod.top_k_model(data, components=2)
