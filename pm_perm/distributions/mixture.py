@@ -237,7 +237,8 @@ class RankingMixture(Mixture):
                 raise ValueError("RankingMixture: weights= (counts) needs observed= (the distinct "
                                  "orders they count)")
             observed = observed_ballots(observed, weights)
-            if all(kwargs.get(k) is None for k in ("shape", "size", "dims")):
+            if kwargs.get("shape") is None and kwargs.get("size") is None:
+                # with dims, e.g. ("ballot", "item"): a new ballot dim gets its length here
                 kwargs["shape"] = tuple(observed.shape)
         if keep_pattern and observed is not None:
             # the draws keep each observed row's pattern (length and tie blocks), as the

@@ -256,3 +256,14 @@ def test_keep_pattern_refuses_bad_values_and_names_a_bad_observed_row():
         RankingMixture("y", w=WEIGHTS, comp_dists=comps, observed=ORDERS, keep_pattern=None)
     with pm.Model(), pytest.raises(ValueError, match=r"RankingMixture: observed\[1\]"):
         RankingMixture("y", w=WEIGHTS, comp_dists=comps, observed=[[0, 1, 2, 3], [0, 0, 0, 5]])
+
+
+def test_counts_with_a_new_ballot_dim():
+    """``dims=("ballot", "item")`` with counts: the new ballot dim takes its length from the
+    counts (as for PlackettLuce), so the pointwise log-likelihood is labelled per ballot."""
+    counts = np.array([2, 0, 1, 3, 1, 1])
+    with pm.Model(coords={"item": list("abcd")}) as model:
+        RankingMixture("y", w=WEIGHTS, comp_dists=_components("plackett-luce"),
+                       weights=counts, observed=ORDERS, dims=("ballot", "item"))
+    assert model.dim_lengths["ballot"].eval() == counts.sum()
+    assert model.named_vars_to_dims["y"] == ("ballot", "item")
