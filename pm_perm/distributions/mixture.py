@@ -16,7 +16,8 @@ parameters (one table per component) and, with counts, on the distinct orders on
 Counts. ``RankingMixture(name, ..., weights=counts, observed=orders)`` observes one row per
 BALLOT (``orders[i]`` repeated ``counts[i]`` times): ``pm.compute_log_likelihood`` has one entry
 per ballot (``az.loo`` / ``az.compare`` need no extra step), ``pm.sample_posterior_predictive``
-draws one replicated ballot per observed ballot, and the log-probability is computed on the
+draws one replicated ballot per observed ballot (with its observed pattern: length and tie
+blocks; ``keep_pattern``), and the log-probability is computed on the
 distinct orders and repeated per ballot (summed: ``sum(counts * logsumexp_k(...))``).
 """
 
@@ -32,8 +33,10 @@ from pymc.logprob.abstract import _logprob, _logprob_helper
 from pytensor.tensor.random.utils import normalize_size_param
 
 from pm_perm.distributions._ballots import distinct_rows, observed_ballots, per_ballot
+from pm_perm.distributions._patterns import pattern_input
 from pm_perm.distributions.partial_ranking import PartialRankingRV
 from pm_perm.distributions.plackett_luce import PlackettLuceRV
+from pm_perm.kernels.rank_form import validate_orders
 
 __all__ = ["RankingMixture", "RankingMixtureRV", "mixture_memberships"]
 
@@ -89,10 +92,25 @@ def _component_logps(components, rows):
 
 
 def _unsized(component):
-    """The component without the mixture's size (its own parameters' batch only), so that its
-    logp is built on the rows it is given, nothing broadcast to the mixture's rows."""
+    """The component without the mixture's size and without its pattern (its own parameters'
+    batch only; the pattern enters the draws only), so that its logp is built on the rows it
+    is given, nothing broadcast to the mixture's rows."""
     node = component.owner
-    _, rv = node.op(*node.op.dist_params(node), rng=node.op.rng_param(node),
+    *params, _pattern = node.op.dist_params(node)
+    _, rv = node.op(*params, pattern_input(None, None, ""), rng=node.op.rng_param(node),
+                    return_next_rng=True)
+    return rv
+
+
+def _with_pattern(component, pattern):
+    """``component`` (a ``.dist``) drawing with ``pattern`` (its own pattern, if it has one,
+    wins): the same parameters and random generator."""
+    node = component.owner
+    *params, own = node.op.dist_params(node)
+    if own.type.shape[-1] != 0:
+        return component
+    name = "PlackettLuce" if isinstance(node.op, PlackettLuceRV) else "PartialRanking"
+    _, rv = node.op(*params, pattern_input(pattern, None, name), rng=node.op.rng_param(node),
                     return_next_rng=True)
     return rv
 
@@ -170,10 +188,19 @@ class RankingMixture(Mixture):
         log-likelihood per ballot, one posterior predictive ballot per observed ballot, the
         log-probability computed on the distinct orders. ``pm.Data`` counts and orders can be
         changed by ``pm.set_data`` (a refit reuses the compiled functions).
+    keep_pattern : bool, default True
+        Model level only (with ``observed``), as for the components
+        (:class:`~pm_perm.PlackettLuce`): each component draws with the observed value as its
+        ``pattern`` (unless it has its own), so ``pm.sample_posterior_predictive`` replicates
+        each observed ballot with its own length and tie blocks (a complete ranking drawn from
+        the mixture, coarsened to the ballot's pattern). The pattern enters the draws only,
+        never the log-probability. ``False``: lengths from the components' ``length_probs``
+        (complete rankings without), no ties.
 
     Notes
     -----
-    Draws: the component of each row from ``w``, then that component's exact draw. Cost of the
+    Draws: the component of each row from ``w``, then that component's exact draw (coarsened
+    to the row's pattern: ``keep_pattern``). Cost of the
     log-probability: each component's on the (distinct) rows, e.g. O(M 2^M + n M) for
     ``PartialRanking`` components. The likelihood is symmetric in the component labels: an
     optimiser started where every component is the same (e.g. ``pm.find_MAP`` without jitter
@@ -201,14 +228,31 @@ class RankingMixture(Mixture):
     rv_type = RankingMixtureRV
     rv_op = RankingMixtureRV.rv_op
 
-    def __new__(cls, name, w, comp_dists, weights=None, observed=None, **kwargs):
+    def __new__(cls, name, w, comp_dists, weights=None, observed=None, keep_pattern=True,
+                **kwargs):
+        if keep_pattern not in (True, False):
+            raise ValueError(f"keep_pattern must be True or False; got {keep_pattern!r}")
         if weights is not None:
             if observed is None:
                 raise ValueError("RankingMixture: weights= (counts) needs observed= (the distinct "
                                  "orders they count)")
             observed = observed_ballots(observed, weights)
-            if all(kwargs.get(k) is None for k in ("shape", "size", "dims")):
+            if kwargs.get("shape") is None and kwargs.get("size") is None:
+                # with dims, e.g. ("ballot", "item"): a new ballot dim gets its length here
                 kwargs["shape"] = tuple(observed.shape)
+        if keep_pattern and observed is not None:
+            # the draws keep each observed row's pattern (length and tie blocks), as the
+            # components' own keep_pattern: each component draws with the observed value as
+            # its pattern (the pattern enters the draws only, never the logp)
+            comps = list(comp_dists) if isinstance(comp_dists, list | tuple) else [comp_dists]
+            if all(isinstance(getattr(c.owner, "op", None), _COMPONENT_RVS) for c in comps):
+                obs = observed
+                if not isinstance(observed, pt.Variable):  # checked here, named as observed
+                    obs = np.asarray(observed)
+                    obs = validate_orders(obs.reshape(-1, obs.shape[-1]) if obs.ndim else obs,
+                                          None, name="RankingMixture: observed"
+                                          ).reshape(obs.shape)
+                comp_dists = [_with_pattern(c, obs) for c in comps]
         return super().__new__(cls, name, w, comp_dists, observed=observed, **kwargs)
 
     @classmethod

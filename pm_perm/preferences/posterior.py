@@ -5,12 +5,10 @@ The inputs are a :class:`~pm_perm.preferences.models.RankingModel` with its draw
 :func:`~pm_perm.preferences.fitting.fit_nuts`), or the arrays of
 :func:`~pm_perm.preferences.fitting.posterior_params`.
 
-Posterior predictive. One component: ``pm.sample_posterior_predictive`` of the observed
-``"ballots"`` variable draws partial ballots (one per row of the ``pm.Data`` ``"orders"``, each
-with that row's pattern: its length and tie blocks); :func:`predictive_ballots` resizes the data
-to draw data sets as large as the data, one replicated ballot per observed ballot. A mixture's
-ballots are a ``pm.Potential``, which PyMC cannot draw from: :func:`predictive_ballots` draws them
-exactly from the posterior draws instead.
+Posterior predictive. ``pm.sample_posterior_predictive`` of the observed ``"ballots"`` variable
+(one component or a :class:`~pm_perm.distributions.RankingMixture`) draws partial ballots, one
+per observed ballot, each with that ballot's pattern: its length and tie blocks;
+:func:`predictive_ballots` draws replicated data sets of any number of ballots through it.
 
 Label switching: the mixture likelihood is symmetric in the component labels, so
 :func:`relabel_components` matches each draw's components to a reference by a max-weight
@@ -58,15 +56,14 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
     ``keep_pattern=False`` a ballot ranks ``k ~ length_probs`` items and has no ties (the
     model's own predictive of the ballot lengths).
 
-    One component, keeping patterns: ``pm.sample_posterior_predictive`` of the observed
-    ``"ballots"`` variable (:class:`~pm_perm.PartialRanking` / :class:`~pm_perm.PlackettLuce`,
-    whose draws keep the observed rows' patterns), with the ``pm.Data`` ``"orders"`` and
-    ``"counts"`` set to the ``n_ballots`` patterns with count 1 for the call and restored
-    after it. A mixture (K > 1, a ``pm.Potential``, which PyMC cannot draw from), or
-    ``keep_pattern=False``: the same draws by
-    :func:`pm_perm.preferences.synthetic.draw_ballots` (component of each ballot from the draw's
-    mixture weights, then an exact draw from that component, coarsened to the pattern or cut
-    after ``k ~ length_probs``).
+    Keeping patterns: ``pm.sample_posterior_predictive`` of the observed ``"ballots"`` variable
+    (:class:`~pm_perm.PartialRanking` / :class:`~pm_perm.PlackettLuce`, or for K > 1 the
+    :class:`~pm_perm.distributions.RankingMixture` of them, whose draws keep the observed rows'
+    patterns), with the ``pm.Data`` ``"orders"`` and ``"counts"`` set to the ``n_ballots``
+    patterns with count 1 for the call and restored after it. ``keep_pattern=False``: draws
+    by :func:`pm_perm.preferences.synthetic.draw_ballots` (component of each ballot from the
+    draw's mixture weights, then an exact draw from that component, cut after
+    ``k ~ length_probs``).
 
     Parameters
     ----------
@@ -97,8 +94,7 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
     N = int(data.n_rankings if n_ballots is None else n_ballots)
     chains, steps = _flat_draws(idata, draws, rng)
     patterns = _ballot_patterns(data, N, rng) if keep_pattern else None
-    if rm.components > 1 or not keep_pattern:
-        from pm_perm.kernels.patterns import coarsen_to_patterns
+    if not keep_pattern:
         from pm_perm.preferences.synthetic import draw_ballots
 
         post = idata["posterior"]
@@ -107,11 +103,9 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
         out = []
         for c, d in zip(chains, steps, strict=True):
             w = post["mixture_weights"].values[c, d] if rm.components > 1 else None
-            lp = None if keep_pattern else post["length_probs"].values[c, d]
             y = draw_ballots(N, **{key: post[name].values[c, d]}, mixture_weights=w,
-                             length_probs=lp, rng=rng)
-            out.append((y if patterns is None else coarsen_to_patterns(y, patterns))
-                       .astype(np.int8))
+                             length_probs=post["length_probs"].values[c, d], rng=rng)
+            out.append(y.astype(np.int8))
         return np.stack(out)
     import xarray as xr
 

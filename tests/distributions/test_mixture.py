@@ -3,6 +3,7 @@ one row per ballot with counts (pointwise log-likelihood, LOO, posterior predict
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -12,6 +13,7 @@ from scipy.special import logsumexp
 
 import pm_perm
 from pm_perm.distributions import RankingMixture, mixture_memberships
+from pm_perm.kernels.patterns import coarsen_to_patterns
 from pm_perm.reference.rankings import every_top_k_order, mixture_loglik_enum
 from pm_perm.testing import chi_square_pvalue
 from tests._jax import require_jax, shared_rng_copied
@@ -173,3 +175,95 @@ def test_refuses_bad_counts():
                        observed=ORDERS)
     with pm.Model(), pytest.raises(ValueError, match="needs observed"):
         RankingMixture("y", w=WEIGHTS, comp_dists=comps, weights=[1] * 6)
+
+
+def _tied(rows):
+    """Share of rows with a tie: two ranked items at one position."""
+    rows = np.asarray(rows)
+    ranked = np.sort(np.where(rows >= 0, rows, M + np.arange(M)), axis=-1)
+    return np.mean(np.any(ranked[..., 1:] == ranked[..., :-1], axis=-1), axis=-1)
+
+
+@pytest.mark.parametrize("family", ["plackett-luce", "full"])
+def test_posterior_predictive_keeps_each_ballots_pattern(family):
+    """Plain ``pm.sample_posterior_predictive`` of an observed mixture with counts: each
+    replicated ballot has its observed ballot's pattern (length and tie blocks), so 100 % of
+    the lengths and the tie share are the observed ones (exactly: the pattern is kept, no
+    Monte Carlo error), while the orders are drawn. ``keep_pattern=False``: lengths from
+    ``length_probs`` and no ties (what every draw was before)."""
+    import xarray as xr
+
+    rng = np.random.default_rng(7)
+    orders = np.unique(np.vstack([CELLS[rng.choice(len(CELLS), 25)], ORDERS]), axis=0)
+    counts = rng.integers(1, 4, size=len(orders))
+    ballots = np.repeat(orders, counts, axis=0)
+    assert 0 < _tied(ballots) < 1
+    S = 40
+    draws = xr.Dataset({"w": (("chain", "draw", "k"), rng.dirichlet([5.0, 5.0], (1, S))),
+                        "lp": (("chain", "draw", "l"), rng.dirichlet(np.ones(M + 1), (1, S)))})
+    out = {}
+    for keep in (True, False):
+        with pm.Model():
+            w = pm.Dirichlet("w", np.ones(2))
+            lp = pm.Dirichlet("lp", np.ones(M + 1))
+            comps = [pm_perm.PlackettLuce.dist(u, length_probs=lp) for u in U] \
+                if family == "plackett-luce" else \
+                [pm_perm.PartialRanking.dist(x, length_probs=lp) for x in W]
+            RankingMixture("ballots", w=w, comp_dists=comps, keep_pattern=keep,
+                           weights=pm.Data("counts", counts.astype(np.float64)),
+                           observed=pm.Data("orders", orders))
+            pp = pm.sample_posterior_predictive(draws, random_seed=8, progressbar=False,
+                                                return_inferencedata=False)
+        out[keep] = np.asarray(pp["ballots"])[0]
+        assert out[keep].shape == (S, len(ballots), M)
+    y = out[True]
+    lengths = (y >= 0).sum(-1)
+    assert np.mean(lengths == (ballots >= 0).sum(-1)) == 1.0
+    np.testing.assert_array_equal(_tied(y), np.full(S, _tied(ballots)))
+    np.testing.assert_array_equal(np.sort(y, axis=-1),
+                                  np.broadcast_to(np.sort(ballots, axis=-1), y.shape))
+    assert np.mean(y[0] != y[1]) > 0.1  # drawn, not copied
+    free = out[False]
+    assert np.mean((free >= 0).sum(-1) == (ballots >= 0).sum(-1)) < 0.6
+    assert _tied(free).max() == 0.0
+
+
+@pytest.mark.parametrize("family", ["plackett-luce", "full"])
+def test_pattern_draws_match_the_mixture_probabilities_of_the_pattern(family):
+    """Draws with one ballot's pattern (a tie for first, then one more item: top-3) are the
+    mixture's distribution over the orders of that pattern: chi-square against the mixture
+    probabilities of the tied orders by enumeration (level 1e-3: one false failure in 1,000
+    seeds; fixed seed)."""
+    pattern = np.array([0, 0, 2, -1])
+    perms = np.array(list(itertools.permutations(range(M))))
+    cells = np.unique(coarsen_to_patterns(perms, np.broadcast_to(pattern, perms.shape)), axis=0)
+    assert len(cells) == 12  # 4 * 3 / 2 tied pairs first, then 2 choices of the third
+    ll, _ = _enum(family, cells)
+    probs = np.exp(ll)
+    assert probs.sum() == pytest.approx(1.0)  # every complete ranking coarsens to one cell
+    N = 6000
+    with pm.Model():
+        y = RankingMixture("y", w=WEIGHTS, comp_dists=_components(family),
+                           weights=[N], observed=pattern[None])
+    draws = pm.draw(y, random_seed=12)
+    assert draws.shape == (N, M)
+    assert chi_square_pvalue(draws, cells, probs) > 1e-3
+
+
+def test_keep_pattern_refuses_bad_values_and_names_a_bad_observed_row():
+    comps = _components("plackett-luce")
+    with pm.Model(), pytest.raises(ValueError, match="keep_pattern must be True or False"):
+        RankingMixture("y", w=WEIGHTS, comp_dists=comps, observed=ORDERS, keep_pattern=None)
+    with pm.Model(), pytest.raises(ValueError, match=r"RankingMixture: observed\[1\]"):
+        RankingMixture("y", w=WEIGHTS, comp_dists=comps, observed=[[0, 1, 2, 3], [0, 0, 0, 5]])
+
+
+def test_counts_with_a_new_ballot_dim():
+    """``dims=("ballot", "item")`` with counts: the new ballot dim takes its length from the
+    counts (as for PlackettLuce), so the pointwise log-likelihood is labelled per ballot."""
+    counts = np.array([2, 0, 1, 3, 1, 1])
+    with pm.Model(coords={"item": list("abcd")}) as model:
+        RankingMixture("y", w=WEIGHTS, comp_dists=_components("plackett-luce"),
+                       weights=counts, observed=ORDERS, dims=("ballot", "item"))
+    assert model.dim_lengths["ballot"].eval() == counts.sum()
+    assert model.named_vars_to_dims["y"] == ("ballot", "item")

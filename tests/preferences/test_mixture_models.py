@@ -73,21 +73,29 @@ def test_mixture_ballots_have_a_per_ballot_log_likelihood_and_loo(mixture):
 
 
 def test_mixture_posterior_predictive_draws_the_ballots(mixture):
-    """``pm.sample_posterior_predictive`` draws one replicated ballot per observed ballot; with
-    one posterior draw repeated, the replicated ballots pass a chi-square test (level 1e-3)
-    against ``length_probs[k] * p_mix(order)`` by enumeration."""
+    """``pm.sample_posterior_predictive`` draws one replicated ballot per observed ballot, with
+    its observed ballot's length (the pattern kept); with one posterior draw repeated, the
+    replicated ballots pass a chi-square test (level 1e-3: one false failure in 1,000 seeds;
+    fixed seed) against ``share[k] * p_mix(order)`` by enumeration, ``share`` the observed
+    length shares."""
     data, rm = mixture
     idata = _posterior(rm, 1, seed=2, repeat=60)
     pp = pm.sample_posterior_predictive(idata, model=rm.model, progressbar=False,
                                         random_seed=3, return_inferencedata=False)
     draws = np.asarray(pp["ballots"])
     assert draws.shape == (1, 60, data.n_rankings, M)
+    # each replicated ballot keeps its observed ballot's pattern (keep_pattern, the default):
+    # the lengths are the observed ones, and a ballot of length k is a top-k order with
+    # probability p_mix(order) (the mixture's probability of that top-k order)
+    ballots = np.repeat(data.orders, data.counts, axis=0)
+    np.testing.assert_array_equal((draws >= 0).sum(-1),
+                                  np.broadcast_to((ballots >= 0).sum(-1), draws.shape[:-1]))
     post = idata["posterior"]
     u, w = post["u"].values[0, 0], post["mixture_weights"].values[0, 0]
-    lp = post["length_probs"].values[0, 0]
+    share = np.bincount((ballots >= 0).sum(axis=1), minlength=M + 1) / len(ballots)
     cells = every_top_k_order(M)
     ll, _ = mixture_loglik_enum("plackett-luce", u, w, cells)
-    probs = lp[(cells >= 0).sum(axis=1)] * np.exp(ll)
+    probs = share[(cells >= 0).sum(axis=1)] * np.exp(ll)
     assert probs.sum() == pytest.approx(1.0)
     assert chi_square_pvalue(draws.reshape(-1, M), cells, probs) > 1e-3
 
