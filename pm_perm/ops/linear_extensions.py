@@ -129,7 +129,7 @@ class LinearExtensionLoglik(_LinearExtensionOp):
         self._check_runtime(params, prefs)
         output_storage[0][0] = _run(params, self.family, prefs, None, False, self.max_cells)[1]
 
-    def infer_shape(self, fgraph, node, input_shapes):
+    def infer_shape(self, node, input_shapes):
         return [(input_shapes[1][0],)]
 
     def connection_pattern(self, node):
@@ -155,7 +155,7 @@ class LinearExtensionLoglikGrad(_LinearExtensionOp):
         output_storage[0][0] = _run(params, self.family, prefs, weights, True,
                                     self.max_cells)[2]
 
-    def infer_shape(self, fgraph, node, input_shapes):
+    def infer_shape(self, node, input_shapes):
         return [input_shapes[0]]
 
     def pullback(self, inputs, outputs, cotangents):
