@@ -453,12 +453,13 @@ def _as_prefs(prefs):
     return np.ascontiguousarray(arr)
 
 
-def check_preferences(prefs, M, *, use_all=False, max_cells=MAX_CELLS):
+def check_preferences(prefs, M, *, use_all=False, max_cells=MAX_CELLS, first=0):
     """Validate preference sets (n, P, 2) (or (P, 2)) over ``M`` items and count their DP cells.
 
     Raises ``ValueError`` naming the assessor and the fix for an item id out of range, a pair
     ``(i, i)``, a half-padded row, cyclic preferences (the whole cycle, by :func:`find_cycle`)
-    and a DP beyond ``max_cells``. Returns the int64 array (n, P, 2).
+    and a DP beyond ``max_cells``. Returns the int64 array (n, P, 2). Assessors are numbered
+    from ``first`` in the messages.
     """
     arr = _as_prefs(prefs)
     for r in range(arr.shape[0]):
@@ -467,18 +468,18 @@ def check_preferences(prefs, M, *, use_all=False, max_cells=MAX_CELLS):
         local = np.empty(max(M, 1), dtype=np.int64)
         m = _local_items(arr[r], M, use_all, items, local, info)
         if m < 0:
-            info[0] = r
+            info[0] = first + r
             raise ValueError(LINEAR_EXTENSION_ERRORS[-m].format(*info))
         pred = _predecessors(arr[r], local, m)
         _, _, status = _ideals(pred, m, max_cells, info)
         if status == 4:
             cycle = find_cycle(arr[r])
             chain = " > ".join(str(i) for i in cycle)
-            raise ValueError(f"assessor {r}: cyclic preferences {chain} (each preferred to the "
-                             "next): no ranking agrees with them. Drop or fix one preference of "
-                             "the cycle")
+            raise ValueError(f"assessor {first + r}: cyclic preferences {chain} (each preferred "
+                             "to the next): no ranking agrees with them. Drop or fix one "
+                             "preference of the cycle")
         if status != 0:
-            info[0] = r
+            info[0] = first + r
             raise ValueError(LINEAR_EXTENSION_ERRORS[status].format(*info))
     return arr
 
@@ -524,7 +525,8 @@ def _run(params, family, prefs, weights, want_grad, max_cells):
     total, status = linear_extensions_into(P, family, arr, w, values, grad, want_grad,
                                            max_cells, info)
     if status == 4:
-        check_preferences(arr[info[0]:info[0] + 1], P.shape[0], max_cells=max_cells)
+        check_preferences(arr[info[0]:info[0] + 1], P.shape[0], max_cells=max_cells,
+                          first=int(info[0]))
     if status != 0:
         raise ValueError(LINEAR_EXTENSION_ERRORS[status].format(*info))
     return total, values, grad[:, 0] if family == PLACKETT_LUCE else grad

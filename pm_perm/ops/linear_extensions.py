@@ -77,7 +77,7 @@ def _run(params, family, prefs, weights, want_grad, max_cells):
                       int(want_grad), max_cells, info)
     if info[0] == 4:  # name the whole cycle
         r = int(info[1])
-        check_preferences(prefs[r:r + 1], P2.shape[0], max_cells=max_cells)
+        check_preferences(prefs[r:r + 1], P2.shape[0], max_cells=max_cells, first=r)
     if info[0] != 0:
         raise ValueError(LINEAR_EXTENSION_ERRORS[info[0]].format(*info[1:]))
     return total, values, grad.reshape(P.shape) if want_grad else None
