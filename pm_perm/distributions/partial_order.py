@@ -161,6 +161,24 @@ def _constant(x):
     return None if arr.dtype == object else arr
 
 
+def _check_pairs(pairs, M):
+    """The compared pairs of the draws (unoriented, so cycles are allowed): shape, ids, i != j."""
+    arr = np.asarray(pairs)
+    if arr.ndim < 2 or arr.shape[-1] != 2:
+        raise ValueError(f"PartialOrder: pairs must have shape (..., P, 2); got {arr.shape}")
+    flat = arr.reshape(-1, 2)
+    live = flat[(flat != -1).any(axis=1)]
+    bad = live[(live < 0).any(axis=1) | (live >= M).any(axis=1)]
+    if len(bad):
+        raise ValueError(f"PartialOrder: pairs: item id out of range 0..{M - 1} in the pair "
+                         f"{tuple(int(x) for x in bad[0])}; fix the ids (0-based), -1 only as "
+                         "(-1, -1) padding")
+    same = live[live[:, 0] == live[:, 1]]
+    if len(same):
+        raise ValueError(f"PartialOrder: pairs: ({same[0, 0]}, {same[0, 1]}) compares an item "
+                         "with itself; drop it")
+
+
 class PartialOrder(pm.Discrete):
     r"""An assessor's pairwise preferences (a partial order), with the exact likelihood.
 
@@ -263,8 +281,7 @@ class PartialOrder(pm.Discrete):
         else:
             known = _constant(pairs)
             if known is not None and M is not None:
-                check_preferences(known.reshape(-1, *known.shape[-2:]) if known.ndim >= 2
-                                  else known, M)
+                _check_pairs(known, M)
         pairs = pt.cast(pt.as_tensor_variable(pairs), "int64")
         if pairs.type.ndim < 2:
             raise ValueError("PartialOrder: pairs must have shape (..., P, 2)")
