@@ -90,7 +90,8 @@ def read_pairwise(path, n_items=None) -> PairwiseData:
     >>> from pm_perm.preferences import read_pairwise
     >>> with tempfile.TemporaryDirectory() as d:
     ...     p = os.path.join(d, "pairs.csv")
-    ...     _ = open(p, "w").write("assessor,winner,loser\\na,0,1\\na,1,2\\nb,0,2\\nb,0,1\\n")
+    ...     with open(p, "w") as f:
+    ...         _ = f.write("assessor,winner,loser\\na,0,1\\na,1,2\\nb,0,2\\nb,0,1\\n")
     ...     data = read_pairwise(p)
     >>> data.prefs.tolist()
     [[[0, 1], [1, 2]], [[0, 2], [0, 1]]]
