@@ -9,12 +9,12 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._values import IntegerRV
+from pm_perm.distributions.partial_order import _constant
 from pm_perm.kernels._version import code_version
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -144,15 +144,6 @@ def _numba_bradley_terry(op, node):
         return out
 
     return core_draw, _VERSION
-
-
-def _constant(x):
-    if isinstance(x, SharedVariable):
-        return np.asarray(x.get_value(borrow=True))
-    if x is None or isinstance(x, pt.Variable):
-        return None
-    arr = np.asarray(x)
-    return None if arr.dtype == object else arr
 
 
 class BradleyTerry(pm.Discrete):

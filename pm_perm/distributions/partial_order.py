@@ -10,10 +10,10 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.logprob.abstract import _logprob
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
+from pm_perm.distributions._ballots import _known
 from pm_perm.distributions._values import IntegerRV
 from pm_perm.distributions.permutation import permutation_draw_numba
 from pm_perm.kernels._version import code_version
@@ -153,12 +153,9 @@ def _numba_partial_order_exp_family(op, node):
 
 
 def _constant(x):
-    if isinstance(x, SharedVariable):
-        return np.asarray(x.get_value(borrow=True))
-    if x is None or isinstance(x, pt.Variable):
-        return None
-    arr = np.asarray(x)
-    return None if arr.dtype == object else arr
+    """NumPy value of ``x`` when known at build, else None."""
+    value = None if x is None else _known(x)
+    return None if value is None or value.dtype == object else value
 
 
 def _check_pairs(pairs, M):

@@ -45,6 +45,7 @@ import numpy as np
 from numba import carray
 
 from pm_perm._numba import njit
+from pm_perm.kernels.plackett_luce import _logaddexp  # the log-space sum of the PL kernels
 
 __all__ = [
     "EXP_FAMILY",
@@ -93,17 +94,6 @@ LINEAR_EXTENSION_ERRORS = (
 
 
 # ----------------------------------------------------------------------------- numba cores
-
-
-@njit(cache=True)
-def _logaddexp(a, b):
-    if a == -np.inf:
-        return b
-    if b == -np.inf:
-        return a
-    if a > b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
 
 
 @njit(cache=True)
