@@ -82,3 +82,14 @@ def test_bad_parameters():
         BradleyTerry.dist([0.0], pairs=[0, 0])
     with pytest.raises(ValueError, match="draws need the compared pairs"):
         pm.draw(BradleyTerry.dist(U))
+
+
+def test_gradient_in_utilities_and_nu():
+    from pytensor.gradient import verify_grad
+
+    rows = np.array([[0, 1, 0], [3, 2, 1], [1, 0, 0]])
+
+    def logp(u, nu):
+        return pm.logp(BradleyTerry.dist(u, nu=nu, pairs=rows), rows)
+
+    verify_grad(logp, [U, np.array(0.7)], rng=np.random.default_rng(0))
