@@ -112,9 +112,11 @@ _jax_lazy.install()
 # distributions register the latent-permutation step method with PyMC when they are imported
 # (pm_perm.distributions), which any model with a pm_perm variable does.
 _LAZY = {
+    "BradleyTerry": "pm_perm.distributions",
     "ConditionalBernoulli": "pm_perm.distributions",
     "NChooseK": "pm_perm.distributions",
     "OrdinalNChooseK": "pm_perm.distributions",
+    "PartialOrder": "pm_perm.distributions",
     "PartialRanking": "pm_perm.distributions",
     "PermutationExpFamily": "pm_perm.distributions",
     "PlackettLuce": "pm_perm.distributions",

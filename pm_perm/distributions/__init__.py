@@ -5,6 +5,8 @@ from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulli
 from pm_perm.distributions.mixture import RankingMixture, mixture_memberships
 from pm_perm.distributions.n_choose_k import NChooseK
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
+from pm_perm.distributions.pairwise import BradleyTerry
+from pm_perm.distributions.partial_order import PartialOrder
 from pm_perm.distributions.partial_ranking import PartialRanking
 from pm_perm.distributions.permutation import PermutationExpFamily, edge_logits
 from pm_perm.distributions.plackett_luce import PlackettLuce
@@ -12,9 +14,11 @@ from pm_perm.distributions.top_k import TopKRanking
 from pm_perm.inference import step_methods as _step_methods  # noqa: F401  (registers the step method)
 
 __all__ = [
+    "BradleyTerry",
     "ConditionalBernoulli",
     "NChooseK",
     "OrdinalNChooseK",
+    "PartialOrder",
     "PartialRanking",
     "PermutationExpFamily",
     "PlackettLuce",

@@ -6,18 +6,22 @@ block): ``docs/guide/preferences_data.md``.
 The names below are imported on first use (PEP 562): ``pm-perm --help`` imports this package
 for its ``preferences`` subcommand and needs neither the reader nor numba for that. The
 modules: :mod:`~pm_perm.preferences.data` (``RankingData``), :mod:`~pm_perm.preferences.preflib`
-(PrefLib reader and writer), :mod:`~pm_perm.preferences.predict` (prediction for a new
+(PrefLib reader and writer), :mod:`~pm_perm.preferences.pairwise` (pairwise comparison
+tables: ``read_pairwise``), :mod:`~pm_perm.preferences.predict` (prediction for a new
 assessor: ``predict_next``, ``predict_top``).
 """
 
 from pm_perm._lazy import lazy_attributes as _lazy_attributes
 
-__all__ = ["RankingData", "predict_next", "predict_top", "read_preflib", "write_preflib"]
+__all__ = ["PairwiseData", "RankingData", "predict_next", "predict_top", "read_pairwise",
+           "read_preflib", "write_preflib"]
 # the names of __all__ (from pm_perm.preferences.data, .predict and .preflib) and the submodules,
 # on first access
-__getattr__, __dir__ = _lazy_attributes(__name__, {"RankingData": "pm_perm.preferences.data",
+__getattr__, __dir__ = _lazy_attributes(__name__, {"PairwiseData": "pm_perm.preferences.pairwise",
+                                                   "RankingData": "pm_perm.preferences.data",
                                                    "predict_next": "pm_perm.preferences.predict",
                                                    "predict_top": "pm_perm.preferences.predict",
+                                                   "read_pairwise": "pm_perm.preferences.pairwise",
                                                    "read_preflib": "pm_perm.preferences.preflib",
                                                    "write_preflib": "pm_perm.preferences.preflib"},
                                         globals())

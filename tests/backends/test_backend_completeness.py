@@ -53,6 +53,8 @@ NOT_IN_GRAPHS = {
     "BetheLogPermanentAndMarginals (the props tol and max_iter)",
     "pm_perm.ops.plackett_luce._PlackettLuceOp": "abstract base of the four PlackettLuceLoglik* "
     "Ops (their inputs, runtime checks and kernel)",
+    "pm_perm.ops.linear_extensions._LinearExtensionOp": "abstract base of LinearExtensionLoglik "
+    "and LinearExtensionLoglikGrad (the props family and max_cells)",
     "pm_perm.distributions._values.IntegerRV": "abstract base of pm_perm's RandomVariables (the "
     "int64 dtype and the printed name from dist_name)",
 }

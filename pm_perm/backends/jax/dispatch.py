@@ -16,6 +16,7 @@ from pm_perm.backends.jax import (
     ballots,
     bethe,
     cardinality,
+    linear_extensions,
     matching,
     partial_orders,
     permanent,
@@ -25,6 +26,8 @@ from pm_perm.backends.jax import (
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulliRV
 from pm_perm.distributions.n_choose_k import NChooseKRV
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseKRV
+from pm_perm.distributions.pairwise import BradleyTerryRV
+from pm_perm.distributions.partial_order import PartialOrderExpFamilyRV, PartialOrderRV
 from pm_perm.distributions.partial_ranking import PartialRankingRV
 from pm_perm.distributions.permutation import (
     PermutationExpFamilyBetheRV,
@@ -36,6 +39,7 @@ from pm_perm.distributions.top_k import TopKRankingRV
 from pm_perm.ops import ballots as ballots_ops
 from pm_perm.ops import bethe as bethe_ops
 from pm_perm.ops import cardinality as card_ops
+from pm_perm.ops import linear_extensions as le_ops
 from pm_perm.ops import matching as matching_ops
 from pm_perm.ops import partial_orders as po_ops
 from pm_perm.ops import permanent as perm_ops
@@ -175,10 +179,21 @@ def _jax_repeat_rows(op, node=None, **kwargs):
     return ballots.repeat_fn(counts.data if isinstance(counts, Constant) else None)
 
 
+@jax_funcify.register(le_ops.LinearExtensionLoglik)
+def _jax_linear_extension_loglik(op, node=None, **kwargs):
+    return linear_extensions.loglik_fn(op)
+
+
+@jax_funcify.register(le_ops.LinearExtensionLoglikGrad)
+def _jax_linear_extension_loglik_grad(op, node=None, **kwargs):
+    return linear_extensions.loglik_grad_fn(op)
+
+
 # ----------------------------------------------------------------------------- draws
 # (the exact CPU samplers of each RandomVariable, through a host callback: random.py)
 
 random.register((
+    BradleyTerryRV, PartialOrderRV, PartialOrderExpFamilyRV,
     ConditionalBernoulliRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
     PermutationExpFamilyRV, PermutationExpFamilyBetheRV, PermutationExpFamilyGlynnRV,
     PlackettLuceRV, TopKRankingRV,
