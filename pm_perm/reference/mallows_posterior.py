@@ -27,10 +27,10 @@ __all__ = ["MallowsPosterior", "footrule_log_normaliser_enum", "footrule_mallows
 def footrule_log_normaliser_enum(alpha, n: int) -> np.ndarray:
     """``log Z_n(alpha) = log sum_s exp(-(alpha / n) sum_i |s[i] - i|)`` over all ``n!``
     permutations ``s`` (``n <= 8``), for each value of ``alpha`` (array_like)."""
-    perms = all_permutations(n)
-    d = np.abs(perms - np.arange(n)).sum(axis=1)
+    d = np.abs(all_permutations(n) - np.arange(n)).sum(axis=1)
+    values, counts = np.unique(d, return_counts=True)  # a sum over distances, not over n!
     alpha = np.asarray(alpha, dtype=np.float64)
-    return logsumexp(-(alpha[..., None] / n) * d, axis=-1)
+    return logsumexp(np.log(counts) - (alpha[..., None] / n) * values, axis=-1)
 
 
 @dataclass(frozen=True)
@@ -97,10 +97,13 @@ def footrule_mallows_posterior(R, alpha_grid, alpha_log_prior) -> MallowsPosteri
     log_w = np.log(w)
     log_alpha = np.asarray(alpha_log_prior, dtype=np.float64) - N * footrule_log_normaliser_enum(
         grid, n)
-    log_joint = log_alpha[:, None] - (grid[:, None] / n) * dist[None, :]  # (G, n!)
-    log_evidence = logsumexp(log_joint + log_w[:, None])
-    prob = np.exp(logsumexp(log_joint + log_w[:, None], axis=0) - log_evidence)
-    density = np.exp(logsumexp(log_joint, axis=1) - log_evidence)
+    # the posterior of rho depends on it only through its total distance: one column per value
+    values, inverse = np.unique(dist, return_inverse=True)
+    log_joint = log_alpha[:, None] - (grid[:, None] / n) * values[None, :]  # (G, distinct)
+    log_mult = np.log(np.bincount(inverse))  # consensus rankings at each total distance
+    log_evidence = logsumexp(log_joint + log_w[:, None] + log_mult[None, :])
+    prob = np.exp(logsumexp(log_joint + log_w[:, None], axis=0) - log_evidence)[inverse]
+    density = np.exp(logsumexp(log_joint + log_mult[None, :], axis=1) - log_evidence)
     heat = np.zeros((n, n))
     np.add.at(heat, (np.broadcast_to(np.arange(n), perms.shape), perms), prob[:, None])
     k = int(np.argmax(prob))
