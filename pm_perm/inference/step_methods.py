@@ -134,12 +134,31 @@ def _start(step: str, apoint: RaveledVars, logp):
     return q, logp_curr
 
 
+class _PermutationStep(ArrayStep):
+    """What the permutation step methods share: checked variables, the model's compiled
+    log-density, no tuning, and their competence."""
+
+    def _setup(self, vars, model, initial_point, compile_kwargs, blocked, rng):
+        model = pm.modelcontext(model)
+        vars = _permutation_value_vars(type(self).__name__, vars, model, initial_point)
+        logp = model.compile_logp(**(compile_kwargs or {}))
+        ArrayStep.__init__(self, vars, [logp], blocked=blocked, rng=rng)
+
+    def reset_tuning(self):
+        return
+
+    @staticmethod
+    def competence(var, has_grad=False):
+        """IDEAL for permutation-valued pm_perm random variables, INCOMPATIBLE otherwise."""
+        return Competence.IDEAL if is_permutation_rv(var) else Competence.INCOMPATIBLE
+
+
 @dataclass_state
 class PermutationSwapMetropolisState(StepMethodState):
     n_swaps: int | None
 
 
-class PermutationSwapMetropolis(ArrayStep):
+class PermutationSwapMetropolis(_PermutationStep):
     """Transposition Metropolis-within-Gibbs for latent permutation variables.
 
     Parameters
@@ -182,15 +201,8 @@ class PermutationSwapMetropolis(ArrayStep):
         compile_kwargs=None,
         blocked=True,
     ):
-        model = pm.modelcontext(model)
-        vars = _permutation_value_vars(type(self).__name__, vars, model, initial_point)
         self.n_swaps = None if n_swaps is None else as_count(n_swaps, "n_swaps", 1)
-        if compile_kwargs is None:
-            compile_kwargs = {}
-        super().__init__(vars, [model.compile_logp(**compile_kwargs)], blocked=blocked, rng=rng)
-
-    def reset_tuning(self):
-        return
+        self._setup(vars, model, initial_point, compile_kwargs, blocked, rng)
 
     def astep(self, apoint: RaveledVars, *args):
         logp = args[0]
@@ -220,11 +232,6 @@ class PermutationSwapMetropolis(ArrayStep):
             offset += size
         return q, [{"accept_rate": n_acc / n_prop if n_prop else 0.0}]
 
-    @staticmethod
-    def competence(var, has_grad=False):
-        """IDEAL for permutation-valued pm_perm random variables, INCOMPATIBLE otherwise."""
-        return Competence.IDEAL if is_permutation_rv(var) else Competence.INCOMPATIBLE
-
 
 @dataclass_state
 class PermutationLeapShiftState(StepMethodState):
@@ -233,7 +240,7 @@ class PermutationLeapShiftState(StepMethodState):
     swap_prob: float
 
 
-class PermutationLeapShift(ArrayStep):
+class PermutationLeapShift(_PermutationStep):
     """Leap-and-shift and swap Metropolis-Hastings-within-Gibbs for latent permutations.
 
     Each step makes ``n_moves`` proposals per permutation (each batch row of each variable):
@@ -302,8 +309,6 @@ class PermutationLeapShift(ArrayStep):
         compile_kwargs=None,
         blocked=True,
     ):
-        model = pm.modelcontext(model)
-        vars = _permutation_value_vars(type(self).__name__, vars, model, initial_point)
         self.leap_size = None if leap_size is None else as_count(leap_size, "leap_size", 1)
         self.n_moves = None if n_moves is None else as_count(n_moves, "n_moves", 1)
         try:
@@ -314,12 +319,7 @@ class PermutationLeapShift(ArrayStep):
             raise ValueError(f"swap_prob must be a probability in [0, 1]; got {swap_prob!r} "
                              f"(0: leap-and-shift moves only, 1: swaps only)")
         self.swap_prob = float(swap_prob)
-        if compile_kwargs is None:
-            compile_kwargs = {}
-        super().__init__(vars, [model.compile_logp(**compile_kwargs)], blocked=blocked, rng=rng)
-
-    def reset_tuning(self):
-        return
+        self._setup(vars, model, initial_point, compile_kwargs, blocked, rng)
 
     def astep(self, apoint: RaveledVars, *args):
         logp = args[0]
@@ -363,11 +363,6 @@ class PermutationLeapShift(ArrayStep):
             offset += size
         return q, [{"accept_rate": n_acc / n_prop if n_prop else 0.0,
                     "leap_accept_rate": n_leap_acc / n_leap if n_leap else np.nan}]
-
-    @staticmethod
-    def competence(var, has_grad=False):
-        """IDEAL for permutation-valued pm_perm random variables, INCOMPATIBLE otherwise."""
-        return Competence.IDEAL if is_permutation_rv(var) else Competence.INCOMPATIBLE
 
 
 def register_step_method():
