@@ -12,7 +12,8 @@ that the distributions can register the step method and every task package can f
 * :mod:`~pm_perm.inference.checks`: :func:`check_find_map`, :func:`check_draws`,
   :func:`sampler_warnings`, :class:`MapFitError`, :class:`SamplingError`;
 * :mod:`~pm_perm.inference.sampling`: :func:`checked_sample`;
-* :mod:`~pm_perm.inference.step_methods`: :class:`PermutationSwapMetropolis`.
+* :mod:`~pm_perm.inference.step_methods`: :class:`PermutationLeapShift` (what ``pm.sample``
+  assigns to permutation variables), :class:`PermutationSwapMetropolis`.
 """
 
 # each submodule's __all__ is the one list of its public names; the package re-exports them

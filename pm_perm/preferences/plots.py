@@ -12,8 +12,8 @@ import numpy as np
 
 FIGURES = ("positions.png", "pairwise.png", "consensus.png", "ppc.png", "blocs.png")
 
-__all__ = ["FIGURES", "plot_bloc_profiles", "plot_consensus", "plot_pairwise",
-           "plot_position_heatmap", "plot_ppc", "save_all"]
+__all__ = ["FIGURES", "plot_bloc_profiles", "plot_consensus", "plot_consensus_heat",
+           "plot_pairwise", "plot_position_heatmap", "plot_ppc", "save_all"]
 
 
 def _plt():
@@ -31,12 +31,13 @@ def _item_order(P):
     return np.argsort(P @ np.arange(P.shape[1]), kind="stable")
 
 
-def plot_position_heatmap(P, item_names, *, ax=None, title="P(item at position)"):
-    """Heat map of the item x position marginals ``P`` (M, M), items by expected position."""
+def plot_position_heatmap(P, item_names, *, ax=None, title="P(item at position)", order=None):
+    """Heat map of the item x position marginals ``P`` (M, M), items by expected position (or
+    in the given ``order``, the items first to last)."""
     plt = _plt()
     fig, ax = (plt.subplots(figsize=(0.45 * len(P) + 3, 0.35 * len(P) + 1.5)) if ax is None
                else (ax.figure, ax))
-    order = _item_order(P)
+    order = _item_order(P) if order is None else np.asarray(order)
     im = ax.imshow(P[order], cmap="viridis", vmin=0, aspect="auto")
     ax.set_yticks(range(len(P)), [item_names[i] for i in order], fontsize=8)
     ax.set_xticks(range(P.shape[1]), [str(j + 1) for j in range(P.shape[1])], fontsize=8)
@@ -44,6 +45,20 @@ def plot_position_heatmap(P, item_names, *, ax=None, title="P(item at position)"
     fig.colorbar(im, ax=ax, shrink=0.8)
     fig.tight_layout()
     return fig, ax
+
+
+def plot_consensus_heat(posterior, item_names=None, *, var_name="rho", ax=None):
+    """Heat map of P(item at rank) for a latent consensus ranking, items in the order of the
+    CP consensus (:mod:`pm_perm.preferences.consensus`; ``posterior`` and ``var_name`` as
+    :func:`~pm_perm.preferences.consensus.rank_draws`; ``item_names`` default ``"1" .. "n"``)."""
+    from pm_perm.preferences.consensus import cp_consensus, heat_matrix
+
+    H = heat_matrix(posterior, var_name)
+    names = [str(i + 1) for i in range(len(H))] if item_names is None else list(item_names)
+    if len(names) != len(H):
+        raise ValueError(f"item_names has {len(names)} names for {len(H)} items")
+    return plot_position_heatmap(H, names, ax=ax, order=cp_consensus(posterior, var_name).order,
+                                 title="P(item at rank), items by CP consensus")
 
 
 def plot_pairwise(Q, item_names, *, order=None, ax=None):

@@ -8,7 +8,7 @@ from pymc.sampling.mcmc import assign_step_methods
 from scipy import stats
 
 from pm_perm import PermutationExpFamily, edge_logits
-from pm_perm.inference.step_methods import PermutationSwapMetropolis
+from pm_perm.inference.step_methods import PermutationLeapShift
 from pm_perm.kernels.bethe import bethe_log_permanent_and_marginals
 from pm_perm.reference.permutations import all_permutations, log_permanent_enum
 
@@ -90,7 +90,7 @@ def test_latent_permutation_gets_the_swap_step():
     with pm.Model() as model:
         PermutationExpFamily("y", logits=W)
         _, selected = assign_step_methods(model, None)
-    assert [v.name for v in selected[PermutationSwapMetropolis]] == ["y"]
+    assert [v.name for v in selected[PermutationLeapShift]] == ["y"]  # swaps and leaps
 
 
 # ----------------------------------------------------------------------------- method="glynn"

@@ -13,7 +13,11 @@ import pytest
 from pymc.sampling.mcmc import assign_step_methods
 from pytensor.tensor.random.op import RandomVariable
 
-from pm_perm.inference.step_methods import PermutationSwapMetropolis, is_permutation_rv
+from pm_perm.inference.step_methods import (
+    PermutationLeapShift,
+    PermutationSwapMetropolis,
+    is_permutation_rv,
+)
 from pm_perm.reference.permutations import permutation_probabilities_enum
 
 pytestmark = pytest.mark.numba  # sampling: compiled code wins (tests/conftest.py)
@@ -55,8 +59,10 @@ def test_auto_assignment_and_competence():
         y = _TinyPerm("y", logits=pt.constant(W))
         pm.Normal("z", 0, 1)
     _, selected = assign_step_methods(model)
-    assert PermutationSwapMetropolis in selected
-    assert [v.name for v in selected[PermutationSwapMetropolis]] == ["y"]
+    # pm.sample picks the leap-and-shift step (swaps and leaps; its tests: test_leap_shift.py)
+    assert PermutationSwapMetropolis not in selected
+    assert [v.name for v in selected[PermutationLeapShift]] == ["y"]
+    assert PermutationSwapMetropolis.competence(y) == PermutationLeapShift.competence(y)
     assert is_permutation_rv(y)
     assert not is_permutation_rv(model["z"])
 

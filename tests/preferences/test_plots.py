@@ -1,6 +1,7 @@
 """plot_ppc: the pairwise panel names its pairs (i>j, items numbered as in the first panel)."""
 
 import numpy as np
+import pytest
 
 from pm_perm.preferences.plots import _plt, plot_ppc
 
@@ -29,3 +30,15 @@ def test_ppc_pairwise_panel_labels_the_pairs_by_decreasing_share():
         assert len(axes[1].get_xticklabels()) == M + 1
     finally:
         _plt().close(fig)
+
+
+def test_consensus_heat_orders_items_by_cp_consensus():
+    from pm_perm.preferences.plots import plot_consensus_heat
+
+    draws = np.array([[2, 0, 1], [2, 0, 1], [2, 1, 0], [1, 0, 2]])
+    fig, ax = plot_consensus_heat(draws, ["a", "b", "c"])
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["b", "c", "a"]
+    np.testing.assert_allclose(ax.images[0].get_array()[0], [0.75, 0.25, 0.0])  # item b
+    _plt().close(fig)
+    with pytest.raises(ValueError, match="2 names for 3 items"):
+        plot_consensus_heat(draws, ["a", "b"])
