@@ -58,6 +58,11 @@ partial_order_loglik / PartialRanking
     Exact likelihood of top-k and tied rankings under the permutation exponential family: one
     suffix subset table shared by all orders of one W, tie blocks by block permanents, gradient by
     one adjoint sweep; O(M 2^M + n M) for n distinct orders.
+Mallows
+    The Mallows model with footrule, Spearman, Hamming, Kendall, Cayley and Ulam distances
+    (BayesMallows' alpha / n scaling): the exact distribution of the distance over all n!
+    permutations, once per model (``pm_perm.kernels.mallows``), then log Z(alpha) by one
+    log-sum-exp; exact draws (``pm_perm.kernels.mallows_sampling``).
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method
     (:mod:`pm_perm.inference.step_methods`) is registered in PyMC's ``STEP_METHODS`` when
@@ -109,6 +114,7 @@ _jax_lazy.install()
 # (pm_perm.distributions), which any model with a pm_perm variable does.
 _LAZY = {
     "ConditionalBernoulli": "pm_perm.distributions",
+    "Mallows": "pm_perm.distributions",
     "NChooseK": "pm_perm.distributions",
     "OrdinalNChooseK": "pm_perm.distributions",
     "PartialRanking": "pm_perm.distributions",

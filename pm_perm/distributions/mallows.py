@@ -87,12 +87,13 @@ def _cycles(sigma, n):
 
 def _lis(sigma, n):
     """Length of the longest increasing subsequence of each row of ``sigma`` (..., n): the
-    O(n^2) dynamic program, unrolled over the n positions."""
+    longest path in the DAG ``i -> j`` (``i < j``, ``sigma_i < sigma_j``), by n - 1 rounds of
+    ``L_j = 1 + max_{i -> j} L_i`` (each O(n^2); the same Op graph every round)."""
     idx = pt.arange(n)
-    L = pt.zeros_like(sigma)
-    for j in range(n):
-        before = pt.lt(sigma, sigma[..., j:j + 1]) & pt.lt(idx, j)
-        L = pt.set_subtensor(L[..., j], 1 + pt.max(pt.switch(before, L, 0), axis=-1))
+    edge = pt.lt(sigma[..., :, None], sigma[..., None, :]) & pt.lt(idx[:, None], idx[None, :])
+    L = pt.ones_like(sigma)
+    for _ in range(n - 1):
+        L = 1 + pt.max(pt.switch(edge, L[..., :, None], 0), axis=-2)
     return pt.max(L, axis=-1)
 
 

@@ -7,6 +7,7 @@ production code.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -16,6 +17,7 @@ from pm_perm.reference.permutations import all_permutations
 
 __all__ = [
     "distance_ref",
+    "distances_from_identity",
     "mallows_log_normaliser_enum",
     "mallows_logp_enum",
     "mallows_probabilities_enum",
@@ -23,13 +25,12 @@ __all__ = [
 
 
 def _lis(seq):
-    """Length of the longest increasing subsequence, by trying every subset (definitional)."""
-    n = len(seq)
-    for size in range(n, 0, -1):
-        for idx in itertools.combinations(range(n), size):
-            if all(seq[a] < seq[b] for a, b in itertools.pairwise(idx)):
-                return size
-    return 0
+    """Length of the longest increasing subsequence (the textbook O(n^2) recursion: the longest
+    one ending at each position)."""
+    best = []
+    for j, x in enumerate(seq):
+        best.append(1 + max((best[i] for i in range(j) if seq[i] < x), default=0))
+    return max(best, default=0)
 
 
 def _cycles(sigma):
@@ -75,12 +76,20 @@ def distance_ref(distance, R, rho):
     raise ValueError(f"unknown distance {distance!r}")
 
 
+@functools.lru_cache(maxsize=64)
+def distances_from_identity(distance, n):
+    """``d(R, id)`` for every ranking ``R`` of :func:`all_permutations(n) <pm_perm.reference.
+    permutations.all_permutations>` (``n <= 8``; cached, read-only)."""
+    rho = np.arange(n)
+    d = np.array([distance_ref(distance, R, rho) for R in all_permutations(n)], dtype=float)
+    d.setflags(write=False)
+    return d
+
+
 def mallows_log_normaliser_enum(distance, n, alpha):
     """``log Z_n(alpha)`` by summing over all ``n!`` rankings (``n <= 8``), consensus the
     identity."""
-    rho = np.arange(n)
-    d = np.array([distance_ref(distance, R, rho) for R in all_permutations(n)], dtype=float)
-    return float(logsumexp(-(alpha / n) * d))
+    return float(logsumexp(-(alpha / n) * distances_from_identity(distance, n)))
 
 
 def mallows_probabilities_enum(distance, rho, alpha):

@@ -23,6 +23,7 @@ from pm_perm.backends.jax import (
     random,
 )
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulliRV
+from pm_perm.distributions.mallows import MallowsRV
 from pm_perm.distributions.n_choose_k import NChooseKRV
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseKRV
 from pm_perm.distributions.partial_ranking import PartialRankingRV
@@ -178,7 +179,7 @@ def _jax_repeat_rows(op, node=None, **kwargs):
 # (the exact CPU samplers of each RandomVariable, through a host callback: random.py)
 
 random.register((
-    ConditionalBernoulliRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
+    ConditionalBernoulliRV, MallowsRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
     PermutationExpFamilyRV, PermutationExpFamilyBetheRV, PermutationExpFamilyGlynnRV,
     PlackettLuceRV,
 ))
