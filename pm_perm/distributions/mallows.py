@@ -12,7 +12,6 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
-from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
@@ -367,10 +366,7 @@ class Mallows(pm.Discrete):
         return super().dist([rho, alpha], distance=distance, **kwargs)
 
     def support_point(rv, size, rho, alpha):
-        mode = pt.broadcast_to(rho, pt.broadcast_shape(rho, alpha[..., None]))
-        if not rv_size_is_none(size):
-            mode = pt.broadcast_to(mode, (*size, rho.shape[-1]))
-        return mode
+        return pt.broadcast_to(rho, rv.shape)
 
 
 @_logprob.register(MallowsRV)
@@ -380,12 +376,18 @@ def _mallows_logp(op, values, rng, size, rho, alpha, **kwargs):
     if value.type.dtype in pt.type.float_dtypes:  # a float value: only integer rows count
         ok = pt.all(pt.eq(value, pt.round(value)), axis=-1)
         value = pt.cast(pt.switch(ok[..., None], value, -1), "int64")
-    d = mallows_distance(value, rho, op.distance)
+    # rows that are not permutations are replaced by the identity before the distance (whose
+    # index arithmetic needs permutations), then get -inf (values) or fail the check (rho)
+    value_ok = _is_permutation(value, n)
+    rho_ok = _is_permutation(rho, n)
+    identity = pt.arange(n)
+    d = mallows_distance(pt.switch(value_ok[..., None], value, identity),
+                         pt.switch(rho_ok[..., None], rho, identity), op.distance)
     lp = -(alpha / n) * d - mallows_log_normaliser(alpha, n, op.distance)
-    lp = pt.switch(_is_permutation(value, n), lp, -np.inf)
+    lp = pt.switch(value_ok, lp, -np.inf)
     lp = check_parameters(lp, pt.all(pt.isfinite(alpha) & pt.ge(alpha, 0)),
                           msg=f"Mallows: {ALPHA_MSG}")
-    lp = check_parameters(lp, pt.all(_is_permutation(rho, n)), msg=f"Mallows: {RHO_MSG}")
+    lp = check_parameters(lp, pt.all(rho_ok), msg=f"Mallows: {RHO_MSG}")
     return lp
 
 
