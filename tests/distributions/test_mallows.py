@@ -20,11 +20,16 @@ from scipy.special import logsumexp
 
 import pm_perm
 from pm_perm._modes import PYTHON_MODE
-from pm_perm.distributions.mallows import Mallows, mallows_distance, mallows_log_normaliser
+from pm_perm.distributions.mallows import (
+    Mallows,
+    MallowsRV,
+    mallows_distance,
+    mallows_log_normaliser,
+)
 from pm_perm.kernels.mallows import DISTANCES, log_normaliser
 from pm_perm.reference.mallows import distance_ref, mallows_logp_enum
 from pm_perm.reference.permutations import all_permutations
-from pm_perm.testing import check_draws_match_logp
+from pm_perm.testing import check_draws_match_logp, chi_square_pvalue
 
 P_MIN = 1e-3
 
@@ -83,12 +88,24 @@ def test_spearman_beyond_its_table_uses_the_exact_permanent():
                                   mode=PYTHON_MODE)
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("distance", DISTANCES)
-@pytest.mark.parametrize("mode", ["NUMBA", PYTHON_MODE], ids=["numba", "python"])
-def test_draws_match_logp(distance, mode):
-    """Compiled (numba) draws and the Python rng_fn, n = 4, against exp(logp)."""
+def test_compiled_draws_match_logp(distance):
+    """Compiled (numba) draws, n = 4, against exp(logp)."""
     dist = Mallows.dist(rho=np.array([2, 0, 3, 1]), alpha=3.0, distance=distance)
-    assert check_draws_match_logp(dist, all_permutations(4), seed=2, mode=mode) > P_MIN
+    assert check_draws_match_logp(dist, all_permutations(4), seed=2, mode="NUMBA") > P_MIN
+
+
+@pytest.mark.parametrize("distance", DISTANCES)
+def test_python_draws_match_logp(distance):
+    """``MallowsRV.rng_fn`` (the Python path, which the JAX backend calls), n = 4, 20,000
+    draws in one call, against exp(logp)."""
+    rho, alpha = np.array([2, 0, 3, 1]), 3.0
+    draws = MallowsRV(distance=distance).rng_fn(np.random.default_rng(2), rho, alpha,
+                                                 (20_000,))
+    perms = all_permutations(4)
+    probs = np.exp(_logp(Mallows.dist(rho=rho, alpha=alpha, distance=distance), perms))
+    assert chi_square_pvalue(draws, perms, probs) > P_MIN
 
 
 def test_batched_draws_and_support_point():
@@ -102,6 +119,7 @@ def test_batched_draws_and_support_point():
     assert np.array_equal(model.initial_point()["R"], [[1, 2, 0], [1, 2, 0]])
 
 
+@pytest.mark.slow
 def test_jax_draws():
     pytest.importorskip("jax")
     dist = Mallows.dist(rho=np.array([1, 0, 2]), alpha=2.0, distance="cayley")
@@ -121,6 +139,7 @@ def _exact_posterior(data, distance, rate, grid):
     return perms, post.sum(axis=1), float((post.sum(axis=0) * grid).sum())
 
 
+@pytest.mark.numba
 def test_latent_consensus_posterior_equals_enumeration():
     """rho latent (uniform PermutationExpFamily, swap step) and alpha (NUTS), default sampler,
     n = 5, 6 rankings: P(rho = exact MAP) within 0.06 and E[alpha] within 0.25 of the exact
