@@ -69,17 +69,23 @@ def _consensus_view(R, rho, n):
     return pt.sum(pt.switch(onehot, R[..., :, None], 0), axis=-2)
 
 
+def _gather(x, index, n):
+    """``x[..., index[..., i]]`` by a one-hot table (O(n^2)); unlike ``take_along_axis``, it
+    needs no ``arange`` of a symbolic batch shape, which the JAX backend cannot compile."""
+    return pt.sum(pt.switch(pt.eq(index[..., :, None], pt.arange(n)), x[..., None, :], 0),
+                  axis=-1)
+
+
 def _cycles(sigma, n):
     """Number of cycles of each permutation ``sigma`` (..., n): the elements that are the
-    smallest of their cycle, found by pointer jumping (ceil(log2 n) steps of O(n))."""
-    low = sigma
-    jump = sigma
+    smallest of their cycle, found by pointer jumping (ceil(log2 n) steps of O(n^2))."""
     idx = pt.arange(n)
-    low = pt.minimum(low, idx)
+    low = pt.minimum(sigma, idx)
+    jump = sigma
     span = 1
     while span < n:
-        low = pt.minimum(low, pt.take_along_axis(low, jump, axis=-1))
-        jump = pt.take_along_axis(jump, jump, axis=-1)
+        low = pt.minimum(low, _gather(low, jump, n))
+        jump = _gather(jump, jump, n)
         span *= 2
     return pt.sum(pt.eq(low, idx), axis=-1)
 
@@ -300,8 +306,8 @@ class Mallows(pm.Discrete):
     distribution ``N_d`` of the distance over all ``n!`` permutations, computed once per
     ``(distance, n)`` (:mod:`pm_perm.kernels.mallows`) and independent of ``rho``: each
     evaluation costs a log-sum-exp over the D distance values (plus the distance, O(n) for
-    footrule, spearman and hamming, O(n^2) for kendall and ulam, O(n log n) for cayley), and
-    the gradient in ``alpha`` is exact. Exact limits (``MAX_N``): footrule 200 (table
+    footrule, spearman and hamming, O(n^2) for kendall, O(n^2 log n) for cayley, O(n^3) for
+    ulam), and the gradient in ``alpha`` is exact. Exact limits (``MAX_N``): footrule 200 (table
     O(n^4 / 8)), kendall 170, hamming and cayley 10,000, ulam 60 (all partitions of n);
     spearman's table to n = 14 (``SPEARMAN_TABLE_MAX_N``), then to n = 26 the exact permanent
     ``log perm(exp(-(alpha / n)(i - j)^2))``, O(n 2^n) at every evaluation. Beyond a limit,

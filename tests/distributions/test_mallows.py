@@ -128,6 +128,23 @@ def test_jax_draws():
         assert check_draws_match_logp(dist, all_permutations(3), seed=4, mode="JAX") > P_MIN
 
 
+@pytest.mark.parametrize("distance", ["cayley", "ulam"])
+def test_logp_and_gradient_compile_on_jax(distance):
+    """The distances that gather (cycles, longest increasing subsequence) on the JAX backend,
+    against the Python linker."""
+    pytest.importorskip("jax")
+    alpha, value = pt.dscalar("alpha"), pt.lmatrix("value")
+    lp = pm.logp(Mallows.dist(rho=np.array([1, 3, 0, 4, 2]), alpha=alpha, distance=distance),
+                 value).sum()
+    outputs = [lp, pytensor.grad(lp, alpha)]
+    perms = all_permutations(5)
+    with warnings.catch_warnings():  # JAX drops the parameter checks (PyTensor warns)
+        warnings.filterwarnings("ignore", "Skipping Check", UserWarning)
+        got = pytensor.function([alpha, value], outputs, mode="JAX")(2.0, perms)
+    expected = pytensor.function([alpha, value], outputs, mode=PYTHON_MODE)(2.0, perms)
+    np.testing.assert_allclose(np.asarray(got, dtype=float), expected, rtol=1e-10)
+
+
 def _exact_posterior(data, distance, rate, grid):
     """p(rho, alpha | data) on all rho and an alpha grid: rho uniform, alpha ~ Exp(rate)."""
     n = data.shape[1]
