@@ -215,3 +215,17 @@ def test_bad_arguments_are_refused_at_build():
     with pm.Model(), pytest.raises(ValueError, match=r"observed\[1\] = \[0 0 1\] is not a "
                                                      "permutation"):
         Mallows("R", rho=np.arange(3), alpha=1.0, observed=[[0, 1, 2], [0, 0, 1]])
+
+
+def test_a_latent_mallows_consensus_is_a_guarded_permutation_variable():
+    """A Mallows-centred prior for rho: the swap step applies to it, and a log-density without
+    Jacobian terms (find_MAP's) warns as for any latent permutation."""
+    from pm_perm.inference.step_methods import is_permutation_rv
+    from pm_perm.ops.latent import LatentPermutationWarning
+
+    with pm.Model() as model:
+        rho = Mallows("rho", rho=np.arange(4), alpha=2.0, distance="kendall")
+        Mallows("R", rho=rho, alpha=1.0, observed=[[0, 1, 3, 2], [1, 0, 2, 3]])
+    assert is_permutation_rv(rho)
+    with pytest.warns(LatentPermutationWarning):
+        model.logp(jacobian=False)
