@@ -160,8 +160,9 @@ def _exact_posterior(data, distance, rate, grid):
 def test_latent_consensus_posterior_equals_enumeration():
     """rho latent (uniform PermutationExpFamily, swap step) and alpha (NUTS), default sampler,
     n = 5, 6 rankings: P(rho = exact MAP) within 0.06 and E[alpha] within 0.25 of the exact
-    posterior (all 120 consensus rankings on an alpha grid); the tolerances are about 4 Monte
-    Carlo standard errors of this run (ESS of alpha about 700)."""
+    posterior (all 120 consensus rankings on an alpha grid). Measured on this run (fixed
+    seed): Monte Carlo standard errors 0.021 for P(MAP) (ESS about 400) and 0.054 for E[alpha]
+    (ESS about 200), so the tolerances are about 3 and 4.6 of them."""
     n = 5
     data = pm.draw(Mallows.dist(np.array([3, 0, 4, 2, 1]), 3.0, size=6), random_seed=5)
     with pm.Model():
