@@ -62,6 +62,11 @@ partial_order_loglik / PartialRanking
     Exact likelihood of top-k and tied rankings under the permutation exponential family: one
     suffix subset table shared by all orders of one W, tie blocks by block permanents, gradient by
     one adjoint sweep; O(M 2^M + n M) for n distinct orders.
+Mallows
+    The Mallows model with footrule, Spearman, Hamming, Kendall, Cayley and Ulam distances
+    (BayesMallows' alpha / n scaling): the exact distribution of the distance over all n!
+    permutations, once per model (``pm_perm.kernels.mallows``), then log Z(alpha) by one
+    log-sum-exp; exact draws (``pm_perm.kernels.mallows_sampling``).
 swap_mcmc / PermutationSwapMetropolis (large M)
     Transposition Metropolis over permutations; the step method
     (:mod:`pm_perm.inference.step_methods`) is registered in PyMC's ``STEP_METHODS`` when
@@ -114,6 +119,7 @@ _jax_lazy.install()
 _LAZY = {
     "BradleyTerry": "pm_perm.distributions",
     "ConditionalBernoulli": "pm_perm.distributions",
+    "Mallows": "pm_perm.distributions",
     "NChooseK": "pm_perm.distributions",
     "OrdinalNChooseK": "pm_perm.distributions",
     "PartialOrder": "pm_perm.distributions",

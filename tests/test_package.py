@@ -47,7 +47,7 @@ print(data.n_rankings, "pymc" in sys.modules, "pytensor" in sys.modules)
 
 
 SYMBOLIC_API = {
-    "ConditionalBernoulli", "NChooseK", "OrdinalNChooseK", "PartialRanking",
+    "ConditionalBernoulli", "Mallows", "NChooseK", "OrdinalNChooseK", "PartialRanking",
     "PermutationExpFamily", "PlackettLuce", "TopKRanking",  # distributions
     "BradleyTerry", "PartialOrder",  # distributions of pairwise preferences
     "edge_logits", "expected_topk_gain", "log_expected_topk_gain",  # model helpers (PyTensor)

@@ -24,6 +24,7 @@ from pm_perm.backends.jax import (
     random,
 )
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulliRV
+from pm_perm.distributions.mallows import MallowsRV
 from pm_perm.distributions.n_choose_k import NChooseKRV
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseKRV
 from pm_perm.distributions.pairwise import BradleyTerryRV
@@ -194,7 +195,7 @@ def _jax_linear_extension_loglik_grad(op, node=None, **kwargs):
 
 random.register((
     BradleyTerryRV, PartialOrderRV, PartialOrderExpFamilyRV,
-    ConditionalBernoulliRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
+    ConditionalBernoulliRV, MallowsRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
     PermutationExpFamilyRV, PermutationExpFamilyBetheRV, PermutationExpFamilyGlynnRV,
     PlackettLuceRV, TopKRankingRV,
 ))
