@@ -204,7 +204,8 @@ print(json.dumps({"devices": len(jax.devices()), "y_devices": len(ys.sharding.de
 def test_two_device_sharded_top_k_loglik_equals_one_device():
     """The sharding recipe on a TopKRanking model with the ballots and counts as pm.Data: on two
     forced host devices (data split across them) the value and gradient equal one device's to
-    1e-10, and the numba path's value."""
+    1e-10, and the numba path's value. (The custom call is not partitioned: XLA all-gathers the
+    ballots and each device scores all of them; see pm_perm.backends.jax.sharding.)"""
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
                PYTHONPATH=str(Path(__file__).resolve().parents[3]))
     out = subprocess.run([sys.executable, "-c", SHARDING_SCRIPT], env=env, capture_output=True,
