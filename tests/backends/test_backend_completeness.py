@@ -82,14 +82,7 @@ SYMBOLIC = {
 
 #: Ops without a JAX implementation (pm_perm's RandomVariables draw through a host callback to
 #: their CPU samplers: pm_perm.backends.jax.random).
-_TOP_K_NO_JAX = ("not yet: the top-k kernel (pm_perm.kernels.top_k.top_k_core) fits the CPU "
-                 "XLA FFI route of the other ranking Ops (pm_perm.backends.jax.cpu_ffi, "
-                 "_ranking_call with M (K + 1) parameters per batch entry); issue 50, a later "
-                 "step")
-NO_JAX: dict[str, str] = {
-    f"pm_perm.ops.top_k.{name}": _TOP_K_NO_JAX
-    for name in ("TopKLoglik", "TopKLoglikSum", "TopKLoglikSumAndGrad", "TopKLoglikAndGrad")
-}
+NO_JAX: dict[str, str] = {}
 
 #: Ops without a numba implementation: none.
 NO_NUMBA: dict[str, str] = {}

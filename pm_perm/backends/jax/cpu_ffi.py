@@ -32,6 +32,12 @@ Targets (CPU only):
   ``-> (values, grad (..., M))``: :func:`pm_perm.kernels.plackett_luce.plackett_luce_core`; an
   order with a tie block of more than ``TIE_BLOCK_MAX`` items before its last block (an error
   in numba) makes that call's values and gradient NaN.
+* ``pm_perm_top_k``: ``L (..., M, K + 1), orders (..., n, M), weights (..., n) -> values`` or
+  ``-> (values, grad (..., M, K + 1))``: :func:`pm_perm.kernels.top_k.top_k_into` (NaN for NaN
+  / +inf / too large logits and logits admitting no top-K list; ``-inf`` for an invalid order
+  or one ranking more than K items, as the numba Ops). Logits whose shape the kernel refuses
+  (``K < 1`` or ``K > M``; the JAX functions check this when tracing) raise in the handler, an
+  XLA error.
 
 In the two ranking targets the leading dimensions of each input are either those of the values
 or absent (``vmap_method="expand_dims"``: orders and weights shared by a batch of parameters);
@@ -60,6 +66,7 @@ from pm_perm.kernels.partial_orders import partial_orders_core
 from pm_perm.kernels.permanent import log_permanent_into as checked_value_into
 from pm_perm.kernels.plackett_luce import TIE_BLOCK_MAX, plackett_luce_core
 from pm_perm.kernels.rank_form import order_blocks
+from pm_perm.kernels.top_k import top_k_into
 
 __all__ = ["HANDLER_RAISED", "call"]
 
@@ -247,6 +254,8 @@ def _ranking_call(frame, P, family):
                 partial_orders_core(Wb, ob, wb, vb, gb.reshape(M, M), want)
             else:
                 vb[:], gb[:] = np.nan, np.nan
+        elif family == 2:
+            top_k_into(xb.reshape(M, P // M), ob, wb, vb, gb.reshape(M, P // M), want)
         elif _tie_blocks_fit(ob):
             plackett_luce_core(xb, ob, wb, vb, gb, want)
         else:
@@ -283,6 +292,16 @@ def _partial_orders_handler(frame):
 def _plackett_luce_handler(frame):
     M = _buffer(carray(_i64p(frame[9]), 3)[1])[3]
     _ranking_call(frame, M, 1)
+
+
+@njit(cache=True)
+def _top_k_handler(frame):
+    args = carray(_i64p(frame[9]), 3)
+    M = _buffer(args[1])[3]
+    Q = _buffer(args[0])[3]
+    if M < 1 or Q < 2 or Q - 1 > M:  # the kernel reads (M, K + 1) logits with 1 <= K <= M
+        raise ValueError("pm_perm_top_k: logits must be (M, K + 1) with 1 <= K <= M")
+    _ranking_call(frame, M * Q, 2)
 
 
 _SIGNATURE = types.int64(types.CPointer(types.int64))  # XLA_FFI_Error* (NULL: success)
@@ -341,7 +360,8 @@ def _registered(target):
     handler = {"pm_perm_log_permanent": _permanent_handler, "pm_perm_log_esp": _count_handler,
                "pm_perm_bethe": _bethe_handler,
                "pm_perm_partial_orders": _partial_orders_handler,
-               "pm_perm_plackett_luce": _plackett_luce_handler}[target]
+               "pm_perm_plackett_luce": _plackett_luce_handler,
+               "pm_perm_top_k": _top_k_handler}[target]
     compiled = cfunc(_SIGNATURE, _ffi_handler(handler), cache=True)
     jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(compiled.address), platform="cpu")
     return target

@@ -22,6 +22,7 @@ from pm_perm.backends.jax import (
     permanent,
     plackett_luce,
     random,
+    top_k,
 )
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulliRV
 from pm_perm.distributions.mallows import MallowsRV
@@ -45,6 +46,7 @@ from pm_perm.ops import matching as matching_ops
 from pm_perm.ops import partial_orders as po_ops
 from pm_perm.ops import permanent as perm_ops
 from pm_perm.ops import plackett_luce as pl_ops
+from pm_perm.ops import top_k as top_k_ops
 
 
 def _check_square(op, W):
@@ -171,6 +173,31 @@ def _jax_plackett_luce_sum(op, node=None, **kwargs):
 @jax_funcify.register(pl_ops.PlackettLuceLoglikAndVJP)
 def _jax_plackett_luce_loglik_and_vjp(op, node=None, **kwargs):
     return _pl_fns(node)[2]
+
+
+def _top_k_fns(op):
+    return top_k.loglik_fns(op.max_k)
+
+
+@jax_funcify.register(top_k_ops.TopKLoglik)
+def _jax_top_k_loglik(op, node=None, **kwargs):
+    return _top_k_fns(op)[0]
+
+
+@jax_funcify.register(top_k_ops.TopKLoglikSumAndGrad)
+def _jax_top_k_sum_and_grad(op, node=None, **kwargs):
+    return _top_k_fns(op)[1]
+
+
+@jax_funcify.register(top_k_ops.TopKLoglikSum)
+def _jax_top_k_sum(op, node=None, **kwargs):
+    sum_and_grad = _top_k_fns(op)[1]
+    return lambda L, orders, w: sum_and_grad(L, orders, w)[0]
+
+
+@jax_funcify.register(top_k_ops.TopKLoglikAndGrad)
+def _jax_top_k_loglik_and_grad(op, node=None, **kwargs):
+    return _top_k_fns(op)[2]
 
 
 @jax_funcify.register(ballots_ops.ExpandCounts)

@@ -6,7 +6,9 @@ likelihoods: on a CPU, pm_perm's numba kernels run as XLA FFI custom calls
 TPU), the XLA programs. Force the XLA programs on the CPU too with the environment variable
 ``PM_PERM_JAX_XLA=1`` or, in code, by tracing inside ``with xla_only():`` (the sharding recipe
 does, so that XLA can partition them over devices). Both are read when a function is traced,
-i.e. at its first call under ``jax.jit``, not when it runs.
+i.e. at its first call under ``jax.jit``, not when it runs. The top-k likelihood has no XLA
+program: it runs the FFI call on a CPU whatever these say, a host callback elsewhere
+(:mod:`pm_perm.backends.jax.top_k`).
 """
 
 from __future__ import annotations

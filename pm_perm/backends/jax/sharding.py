@@ -24,12 +24,14 @@ spans them; each process must build the global arrays from its own shard
 (``jax.make_array_from_process_local_data``) instead of ``device_put``. What a user provides:
 the model with ``pm.Data`` observations, the device list (default all), and, for several hosts,
 the coordinator address and process ids (cluster launchers such as SLURM set them).
-What is not split: the scaling duals of the exact permanent (a host callback on the whole
-batch of logits) and the max-weight matching (a host callback, used only as ``support_point``,
-not in the log density). The partial-order and Plackett-Luce likelihoods have no host part:
-with the ballots (distinct orders and their counts) as ``pm.Data``, each device parses and
-scores its share of the orders, and the parameters' suffix table (``2^M`` entries per logits
-matrix) is computed on every device (tested with ``PartialRanking``).
+What is not split: the scaling duals of the exact permanent (a host callback on the whole batch of
+logits), the max-weight matching (a host callback, used only as ``support_point``, not in the log
+density) and the top-k likelihood (``TopKRanking``: an XLA FFI custom call with no XLA program; the
+partitioner all-gathers its orders and counts and every device scores all of them, so the value is
+right but the work is not divided). The partial-order and Plackett-Luce likelihoods have no host
+part: with the ballots (distinct orders and their counts) as ``pm.Data``, each device parses and
+scores its share of the orders, and the parameters' suffix table (``2^M`` entries per logits matrix)
+is computed on every device (tested with ``PartialRanking``).
 """
 
 from __future__ import annotations
