@@ -50,6 +50,19 @@ and -0.101 +- 0.035 (top-k), 2.5 and 2.9 SE (mix 0 on 8 of 10 data sets, 0.25 on
 M = 18 ones); Irish +0.074, +0.090, +0.117 (mix 1 on all three): V2 beats PL on the Irish
 elections, V1 does not; neither meets the small-data criterion. The CLI fits V2 for rank-one.
 
+V3 (PRE-REGISTERED 2026-11-29 09:49 UTC, after V0-V2's figures and before any figure of V3):
+full only (rank-one stays V2). The PL-anchored full model
+``p(pi | u, D) = PL(pi; u) exp(sum_i D[i, pi(i)]) / Z(u, D)``: ``u ~ ZeroSumNormal(3)`` (the
+Plackett-Luce model's prior), ``D = tau B delta_raw B^T`` with ``delta_raw ~ Normal(0, 1)``
+((M-1) x (M-1), the full model's zero-sum deviations), ``Z`` exact by the subset DP
+(``pm_perm.kernels.pl_tilted``); a top-k ballot's unranked items fill the last positions (as in
+``PartialRanking``), so ``tau = 0`` is Plackett-Luce EXACTLY, complete and top-k. ``tau`` chosen
+by the Laplace evidence as V1 (``fit_map_type2``, the same grid {0} + {2^k / 16, k = 0..6},
+whole grid, ``patience=None``). Same data, splits, MAP plug-in score and criterion (within 2 SE
+of PL per seed and pooled, both settings). Success: the criterion holds on all ten data sets and
+pooled; Irish (the same seed-0 split of the three elections): V3's held-out mean above PL's on
+each election. Only if both hold does V3 become the full model's default (library and CLI).
+
 Run (from the repository root; about 25 minutes on a loaded 2-core machine, the Irish part
 about 6 minutes)::
 
