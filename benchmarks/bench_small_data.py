@@ -83,6 +83,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pm_perm.preferences import anchored
 from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences import posterior as rpost
@@ -97,8 +98,11 @@ SETTINGS = ("complete", "top-k")
 
 def heldout_per_ballot(point, family, test):
     """Held-out log-likelihood of each held-out BALLOT (one value per ballot)."""
-    post = rfit.posterior_params(point, family)
-    ll = rpost.pointwise_loglik(post, family, test.orders)[0]
+    if family == anchored.FAMILY:
+        ll = anchored.heldout_loglik(point, test.orders)
+    else:
+        post = rfit.posterior_params(point, family)
+        ll = rpost.pointwise_loglik(post, family, test.orders)[0]
     return np.repeat(ll, test.counts)
 
 
@@ -123,14 +127,16 @@ MODELS = {
         rmod.full_model(d, tau=0.0), seed=s, patience=None)),
     "rank-one V2 (type-II mix)": ("rank-one", lambda d, s: rfit.fit_map_type2(
         rmod.rank_one_model(d, positions=0.0), seed=s, patience=None)),
+    "full V3 (PL-anchored, type-II tau)": (anchored.FAMILY, lambda d, s: rfit.fit_map_type2(
+        anchored.pl_anchored_model(d, tau=0.0), seed=s, patience=None)),
 }
 
 
 IRISH = ("PL", "rank-one V1", "full V1 (type-II tau)", "rank-one V2 (type-II mix)")
 
 
-def run_small(results, out, models=MODELS):
-    for setting in SETTINGS:
+def run_small(results, out, models=MODELS, settings=SETTINGS):
+    for setting in settings:
         for seed in SEEDS:
             train, test = small_data_set(seed, setting)
             key = f"{setting} seed {seed}"
@@ -260,6 +266,8 @@ def main(argv=None):
     p.add_argument("--irish", nargs="*", default=[], metavar="FILE",
                    help="Irish election files (e.g. ../shared/data/preflib/irish/*.soi)")
     p.add_argument("--skip-small", action="store_true")
+    p.add_argument("--settings", nargs="*", default=list(SETTINGS), choices=SETTINGS,
+                   help="the small-data settings to run (default: both)")
     p.add_argument("--models", nargs="*", default=None, choices=list(MODELS),
                    help="the models to fit (default: all; the small-data table and the Irish "
                    "part)")
@@ -269,7 +277,7 @@ def main(argv=None):
         check_output(p, "--out", args.out, args.irish)  # before the first fit
     results = {}
     if not args.skip_small:
-        run_small(results, args.out, args.models or MODELS)
+        run_small(results, args.out, args.models or MODELS, args.settings)
     run_irish(args.irish, results, args.out, models=args.models or IRISH)
     print(table(results))
     return 0
