@@ -261,6 +261,16 @@ def table(results):
     return "\n".join(lines)
 
 
+def merged(files):
+    """The results of several ``--out`` files (e.g. runs of one setting each) as one dict."""
+    results = {}
+    for f in files:
+        for part, entries in json.loads(Path(f).read_text()).items():
+            for key, entry in entries.items():
+                results.setdefault(part, {}).setdefault(key, {}).update(entry)
+    return results
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--irish", nargs="*", default=[], metavar="FILE",
@@ -272,7 +282,12 @@ def main(argv=None):
                    help="the models to fit (default: all; the small-data table and the Irish "
                    "part)")
     p.add_argument("--out", default=None, help="JSON of the results (rewritten after each fit)")
+    p.add_argument("--table-from", nargs="*", default=None, metavar="JSON",
+                   help="print the tables of earlier runs' --out files (merged) and exit")
     args = p.parse_args(argv)
+    if args.table_from is not None:
+        print(table(merged(args.table_from)))
+        return 0
     if args.out is not None:
         check_output(p, "--out", args.out, args.irish)  # before the first fit
     results = {}
