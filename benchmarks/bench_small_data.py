@@ -135,9 +135,9 @@ MODELS = {
 IRISH = ("PL", "rank-one V1", "full V1 (type-II tau)", "rank-one V2 (type-II mix)")
 
 
-def run_small(results, out, models=MODELS, settings=SETTINGS):
+def run_small(results, out, models=MODELS, settings=SETTINGS, seeds=SEEDS):
     for setting in settings:
-        for seed in SEEDS:
+        for seed in seeds:
             train, test = small_data_set(seed, setting)
             key = f"{setting} seed {seed}"
             entry = results.setdefault("small", {}).setdefault(key, {
@@ -278,6 +278,8 @@ def main(argv=None):
     p.add_argument("--skip-small", action="store_true")
     p.add_argument("--settings", nargs="*", default=list(SETTINGS), choices=SETTINGS,
                    help="the small-data settings to run (default: both)")
+    p.add_argument("--seeds", nargs="*", type=int, default=list(SEEDS), choices=list(SEEDS),
+                   help="the small-data seeds to run (default: all)")
     p.add_argument("--models", nargs="*", default=None, choices=list(MODELS),
                    help="the models to fit (default: all; the small-data table and the Irish "
                    "part)")
@@ -292,7 +294,7 @@ def main(argv=None):
         check_output(p, "--out", args.out, args.irish)  # before the first fit
     results = {}
     if not args.skip_small:
-        run_small(results, args.out, args.models or MODELS, args.settings)
+        run_small(results, args.out, args.models or MODELS, args.settings, args.seeds)
     run_irish(args.irish, results, args.out, models=args.models or IRISH)
     print(table(results))
     return 0
