@@ -63,14 +63,15 @@ of PL per seed and pooled, both settings). Success: the criterion holds on all t
 pooled; Irish (the same seed-0 split of the three elections): V3's held-out mean above PL's on
 each election. Only if both hold does V3 become the full model's default (library and CLI).
 
-V3 RESULTS (run after its pre-registration, 2026-11-29 from 09:57 UTC; figures in
-docs/benchmarks.md, "Small data, V3"): on the eight data sets of M = 15-18 every V3 - PL
-difference is within 2 SE (largest |z| 0.9; pooled +0.004 +- 0.013 complete, +0.012 +- 0.023
-top-k), the chosen ``tau`` 0-0.25; Irish: V3 above PL by +0.83, +0.49, +0.96 nats per held-out
-ballot (``tau`` 2, 4, 2). The two M = 19 data sets had not finished when this was written.
-V3 is NOT made the default: it has one component, complete and top-k ballots only, MAP fits
-only (no per-ballot pointwise log-likelihood, predictive or JAX implementation yet), and its
-fits are slow at M = 18-19 (17-19 min each on the loaded machine, mostly the Laplace Hessian).
+V3 RESULTS (run after its pre-registration, 2026-11-29 09:57-11:00 UTC; figures in
+docs/benchmarks.md, "Small data, V3"): the criterion is MET: all ten V3 - PL differences are
+within 2 SE (largest |z| 1.7, complete M = 19 at ``tau`` 0: 4e-5 nats, optimiser tolerance;
+pooled +0.003 +- 0.009 complete, +0.008 +- 0.016 top-k), the chosen ``tau`` 0-0.25. Irish:
+V3 above PL by +0.83, +0.49, +0.96 nats per held-out ballot (``tau`` 2, 4, 2), so the Irish
+condition holds too. V3 is NOT yet the default (follow-up): it has one component, complete and
+top-k ballots only, MAP fits only (no per-ballot pointwise log-likelihood, predictive or JAX
+implementation), and its fits are slow at M = 18-19 (17-29 min each on the loaded machine,
+mostly the Laplace Hessian).
 
 Run (from the repository root; about 25 minutes on a loaded 2-core machine, the Irish part
 about 6 minutes)::
