@@ -274,7 +274,8 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
 def _hyperparameter(rm):
     """``(name, default grid, check)`` of the model's type-II hyperparameter, or raise."""
     named = rm.model.named_vars
-    if rm.family == "full" and "tau" in named and rm.model["tau"] not in rm.model.free_RVs:
+    if rm.family in ("full", "pl-anchored") and "tau" in named \
+            and rm.model["tau"] not in rm.model.free_RVs:
         return "tau", TAU_GRID, _check_fixed_tau
     if rm.family == "rank-one" and "position_mix" in named:
         return "position_mix", POSITION_MIX_GRID, _check_unit

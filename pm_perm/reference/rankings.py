@@ -21,6 +21,7 @@ __all__ = [
     "permutation_complete_logp",
     "plackett_luce_complete_logp",
     "plackett_luce_logp_enum",
+    "pl_tilted_complete_logp",
     "random_tie_orders",
 ]
 
@@ -133,6 +134,15 @@ def plackett_luce_complete_logp(u, perms):
     uo = u[order]
     tail = np.logaddexp.accumulate(uo[:, ::-1], axis=1)[:, ::-1]   # log-sum over positions >= t
     return (uo - tail).sum(axis=1)
+
+
+def pl_tilted_complete_logp(u, D, perms):
+    """log probability of each complete ranking (rank-form rows of ``perms``) under the
+    Plackett-Luce-anchored model ``p(pi) ∝ PL(pi; u) exp(sum_i D[i, pi[i]])``, normalised over
+    the rows of ``perms`` (all M! of them for a probability)."""
+    D = np.asarray(D, dtype=np.float64)
+    s = plackett_luce_complete_logp(u, perms) + D[np.arange(D.shape[0]), perms].sum(axis=1)
+    return s - logsumexp(s)
 
 
 def plackett_luce_logp_enum(u, y):

@@ -82,7 +82,12 @@ SYMBOLIC = {
 
 #: Ops without a JAX implementation (pm_perm's RandomVariables draw through a host callback to
 #: their CPU samplers: pm_perm.backends.jax.random).
-NO_JAX: dict[str, str] = {}
+NO_JAX: dict[str, str] = {
+    "pm_perm.ops.pl_tilted.PLTiltedLoglik": "experimental (issue 53, variant V3 of "
+    "benchmarks/bench_small_data.py), MAP fits only; a JAX version (host callback to the numba "
+    "kernel, as the partial-order Ops) follows if the variant is adopted",
+    "pm_perm.ops.pl_tilted.PLTiltedLoglikSumAndGrad": "as PLTiltedLoglik",
+}
 
 #: Ops without a numba implementation: none.
 NO_NUMBA: dict[str, str] = {}

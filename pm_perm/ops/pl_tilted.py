@@ -1,0 +1,223 @@
+"""PyTensor Ops for the exact likelihood of complete and top-k orders under the
+Plackett-Luce-anchored model ``p(pi | u, D) ∝ PL(pi; u) exp(sum_i D[i, pi(i)])``; kernel in
+:mod:`pm_perm.kernels.pl_tilted`.
+
+* ``pl_tilted_loglik(u, D, orders)``: ``(M,), (M, M), (n, M) -> (n,)``, ``log p`` of each
+  rank-form order (complete or top-k; a tie block only at the end of an order).
+* ``pl_tilted_loglik_sum(u, D, orders, counts)``: ``-> ()``, ``sum_n counts[n] log p_n``; its
+  value and both gradients come from ONE Op run (one table, one adjoint sweep, O(M 2^M)
+  whatever ``n``).
+
+Core Ops only (one ``(u, D)``, no batch dimensions), with numba implementations that call the
+kernel directly (nopython). Non-finite ``u`` or ``D`` give NaN; an order with a tie block before
+its last block gives NaN (check the data with
+:func:`pm_perm.kernels.pl_tilted.check_no_middle_ties` when the graph is built, as
+:func:`pm_perm.preferences.anchored.pl_anchored_model` does). M beyond the exact limit of the
+partial-order kernels raises ``ValueError`` when the graph is built (static M) or run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+
+from pm_perm.kernels._version import code_version
+from pm_perm.kernels.partial_orders import check_partial_order_size
+from pm_perm.kernels.pl_tilted import pl_tilted_core
+
+__all__ = [
+    "PLTiltedLoglik",
+    "PLTiltedLoglikSumAndGrad",
+    "pl_tilted_loglik",
+    "pl_tilted_loglik_sum",
+]
+
+_VERSION = code_version(__file__)
+
+
+def _inputs(u, D, orders, weights=None):
+    u, D, orders = (pt.as_tensor_variable(x) for x in (u, D, orders))
+    if u.type.ndim != 1 or D.type.ndim != 2 or orders.type.ndim != 2:
+        raise TypeError("the Plackett-Luce-anchored Ops take utilities (M,), tilt logits (M, M) "
+                        f"and orders (n, M); got ndim {u.type.ndim}, {D.type.ndim}, "
+                        f"{orders.type.ndim}")
+    if orders.type.dtype not in pt.type.int_dtypes:
+        raise TypeError(f"orders must be integers (rank form); got dtype {orders.type.dtype}")
+    M = u.type.shape[0]
+    if M is not None:
+        check_partial_order_size(M)
+    out = [pt.cast(u, "float64"), pt.cast(D, "float64"), pt.cast(orders, "int64")]
+    if weights is not None:
+        weights = pt.as_tensor_variable(weights)
+        if weights.type.ndim != 1:
+            raise TypeError("counts / weights must be a vector (n,)")
+        out.append(pt.cast(weights, "float64"))
+    return out
+
+
+def _check_runtime(u, D, orders, weights=None):
+    M = u.shape[0]
+    if D.shape != (M, M) or orders.shape[1] != M:
+        raise ValueError(f"utilities ({M},) need tilt logits ({M}, {M}) and orders (n, {M}); got "
+                         f"{D.shape} and {orders.shape}")
+    if weights is not None and weights.shape[0] != orders.shape[0]:
+        raise ValueError(f"{weights.shape[0]} counts for {orders.shape[0]} orders")
+    check_partial_order_size(M)
+
+
+def _run(u, D, orders, weights, want_grad):
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    D = np.ascontiguousarray(D, dtype=np.float64)
+    orders = np.ascontiguousarray(orders, dtype=np.int64)
+    M, n = u.shape[0], orders.shape[0]
+    w = np.zeros(n) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+    values, gu, gD = np.empty(n), np.empty(M), np.empty((M, M))
+    total = pl_tilted_core(u, D, orders, w, values, gu, gD, want_grad)
+    return total, values, gu, gD
+
+
+class PLTiltedLoglik(Op):
+    """Core Op: per-order ``log p`` for ``u`` (M,), ``D`` (M, M) and orders (n, M) -> (n,)."""
+
+    __props__ = ()
+
+    def make_node(self, u, D, orders):
+        inputs = _inputs(u, D, orders)
+        return Apply(self, inputs, [pt.tensor(dtype="float64", shape=(inputs[2].type.shape[0],))])
+
+    def perform(self, node, inputs, output_storage):
+        _check_runtime(*inputs)
+        output_storage[0][0] = _run(*inputs, None, False)[1]
+
+    def infer_shape(self, node, input_shapes):
+        return [(input_shapes[2][0],)]
+
+    def connection_pattern(self, node):
+        return [[True], [True], [False]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        u, D, orders = inputs
+        (g,) = cotangents
+        _, gu, gD = _sum_and_grad(u, D, orders, g)
+        return [gu, gD, disconnected_type()]
+
+
+class PLTiltedLoglikSumAndGrad(Op):
+    """Core Op: ``(sum_n w_n log p_n (), d/du (M,), d/dD (M, M))`` from one table and one
+    adjoint sweep, for ``u`` (M,), ``D`` (M, M), orders (n, M) and weights (n,)."""
+
+    __props__ = ()
+
+    def make_node(self, u, D, orders, weights):
+        inputs = _inputs(u, D, orders, weights)
+        return Apply(self, inputs, [pt.tensor(dtype="float64", shape=()),
+                                    pt.tensor(dtype="float64", shape=inputs[0].type.shape),
+                                    pt.tensor(dtype="float64", shape=inputs[1].type.shape)])
+
+    def perform(self, node, inputs, output_storage):
+        _check_runtime(*inputs)
+        total, _, gu, gD = _run(*inputs, True)
+        output_storage[0][0] = np.asarray(total, dtype=np.float64)
+        output_storage[1][0] = gu
+        output_storage[2][0] = gD
+
+    def infer_shape(self, node, input_shapes):
+        return [(), input_shapes[0], input_shapes[1]]
+
+    def connection_pattern(self, node):
+        return [[True, True, True], [True, True, True], [False, False, False],
+                [True, True, True]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        u, D, orders, weights = inputs
+        g_v, g_u, g_D = cotangents
+        if not (isinstance(g_u.type, DisconnectedType) and isinstance(g_D.type, DisconnectedType)):
+            return [grad_not_implemented(self, 0, u, "second derivatives of the loglik"),
+                    grad_not_implemented(self, 1, D, "second derivatives of the loglik"),
+                    disconnected_type(),
+                    grad_not_implemented(self, 3, weights, "derivative of the gradient")]
+        if isinstance(g_v.type, DisconnectedType):
+            return [pt.zeros_like(u), pt.zeros_like(D), disconnected_type(),
+                    pt.zeros_like(weights)]
+        return [g_v * outputs[1], g_v * outputs[2], disconnected_type(),
+                g_v * _loglik(u, D, orders)]
+
+
+_loglik = PLTiltedLoglik()
+_sum_and_grad = PLTiltedLoglikSumAndGrad()
+
+
+# ----------------------------------------------------------------------------- numba
+
+
+@numba_basic.numba_njit
+def _shapes_ok(u, D, orders):
+    M = u.shape[0]
+    return D.shape[0] == M and D.shape[1] == M and orders.shape[1] == M
+
+
+@register_funcify_default_op_cache_key(PLTiltedLoglik)
+def _numba_pl_tilted_loglik(op, node, **kwargs):
+    @numba_basic.numba_njit
+    def pl_tilted_loglik_numba(u, D, orders):
+        if not _shapes_ok(u, D, orders):
+            raise ValueError("utilities (M,) need tilt logits (M, M) and orders (n, M)")
+        M, n = u.shape[0], orders.shape[0]
+        values = np.empty(n)
+        pl_tilted_core(np.ascontiguousarray(u), np.ascontiguousarray(D),
+                       np.ascontiguousarray(orders), np.zeros(n), values, np.empty(M),
+                       np.empty((M, M)), False)
+        return values
+
+    return pl_tilted_loglik_numba, _VERSION
+
+
+@register_funcify_default_op_cache_key(PLTiltedLoglikSumAndGrad)
+def _numba_pl_tilted_sum_and_grad(op, node, **kwargs):
+    @numba_basic.numba_njit
+    def pl_tilted_sum_and_grad_numba(u, D, orders, weights):
+        if not _shapes_ok(u, D, orders):
+            raise ValueError("utilities (M,) need tilt logits (M, M) and orders (n, M)")
+        if weights.shape[0] != orders.shape[0]:
+            raise ValueError("counts must have one entry per order")
+        M, n = u.shape[0], orders.shape[0]
+        gu, gD = np.empty(M), np.empty((M, M))
+        total = pl_tilted_core(np.ascontiguousarray(u), np.ascontiguousarray(D),
+                               np.ascontiguousarray(orders), np.ascontiguousarray(weights),
+                               np.empty(n), gu, gD, True)
+        return np.asarray(total), gu, gD
+
+    return pl_tilted_sum_and_grad_numba, _VERSION
+
+
+# ----------------------------------------------------------------------------- public helpers
+
+
+def pl_tilted_loglik(u, D, orders):
+    """Symbolic ``log p(order n)`` for utilities ``u`` (M,), tilt logits ``D`` (M, M) and
+    rank-form orders (n, M) -> (n,), under ``p(pi) ∝ PL(pi; u) exp(sum_i D[i, pi(i)])``.
+
+    Differentiable in ``u`` and ``D`` (one more table pass). ``D = 0``: Plackett-Luce exactly.
+    Cost O(M 2^M + n M^2); complete and top-k orders (:mod:`pm_perm.kernels.pl_tilted`).
+    """
+    return _loglik(u, D, orders)
+
+
+def pl_tilted_loglik_sum(u, D, orders, counts):
+    """Symbolic ``sum_n counts[n] log p(order n)`` -> (), value and gradients from one Op run.
+
+    Parameters
+    ----------
+    u : tensor_like of float, shape (M,)
+    D : tensor_like of float, shape (M, M)
+    orders : tensor_like of int, shape (n, M)
+        Distinct rank-form orders (complete or top-k).
+    counts : tensor_like of float, shape (n,)
+        Number of rankings per order (rows of weight 0 are skipped).
+    """
+    return _sum_and_grad(u, D, orders, counts)[0]

@@ -1,0 +1,124 @@
+"""The Plackett-Luce-anchored full model of ranking data (issue 53, variant V3 of
+``benchmarks/bench_small_data.py``).
+
+``p(pi | u, D) = PL(pi; u) exp(sum_i D[i, pi(i)]) / Z(u, D)``: Plackett-Luce tilted by an item x
+position matrix ``D`` (kernel :mod:`pm_perm.kernels.pl_tilted`). ``D = tau B delta_raw B^T``
+(``delta_raw`` standard normal, ``B`` the Helmert basis of
+:func:`~pm_perm.preferences.models.zero_sum_basis`: zero-sum over items and positions, as the
+full model's deviations), ``u ~ ZeroSumNormal(prior_sigma)`` as in
+:func:`~pm_perm.preferences.models.plackett_luce_model`. ``tau = 0`` is Plackett-Luce EXACTLY
+(complete and top-k ballots), so the evidence-chosen ``tau``
+(:func:`~pm_perm.preferences.fitting.fit_map_type2`) can only add the deviations the data
+support. The model of :func:`~pm_perm.preferences.models.full_model` shrinks toward rank one
+``u c^T`` instead, which is not Plackett-Luce even at ``tau = 0``.
+
+Scope (experimental): one component, complete and top-k ballots (a tie block only at the end of
+a ballot), MAP fits (:func:`~pm_perm.preferences.fitting.fit_map`, ``fit_map_type2``). The
+ballots enter as a ``pm.Potential`` of ``sum_n counts_n log p(order_n)`` (and the ballot
+lengths as a multinomial of ``length_probs``): ``pm.compute_log_likelihood``, the posterior
+predictive and the functions of :mod:`pm_perm.preferences.posterior` do not cover it; use
+:func:`heldout_loglik` for held-out scores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from pm_perm.kernels.pl_tilted import check_no_middle_ties, pl_tilted_loglik
+from pm_perm.preferences.models import (
+    RankingModel,
+    _check_data,
+    _check_fixed_tau,
+    _check_scale,
+    _coords,
+    _utilities,
+    _zero_sum_matrices,
+    zero_sum_basis,
+)
+
+__all__ = ["FAMILY", "heldout_loglik", "pl_anchored_model"]
+
+#: The ``family`` of the models built here (not one of the families of
+#: :mod:`pm_perm.preferences.models`: the posterior helpers do not take it).
+FAMILY = "pl-anchored"
+
+
+def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0):
+    """Plackett-Luce tilted by a zero-sum item x position matrix of scale ``tau``.
+
+    Parameters
+    ----------
+    data : RankingData
+        Complete or top-k ballots (ties only at the end of a ballot).
+    prior_sigma : float
+        Prior scale of the utilities ``u ~ ZeroSumNormal(prior_sigma)``.
+    tau : float
+        The deviation scale ``>= 0``, the ``pm.Data`` container ``"tau"`` (fixed, for
+        :func:`~pm_perm.preferences.fitting.fit_map_type2`, which chooses it by the Laplace
+        evidence); ``tau = 0`` is the Plackett-Luce model.
+
+    Returns
+    -------
+    RankingModel
+        ``family`` :data:`FAMILY`; free variables ``u_raw``, ``delta_raw``, ``length_probs``;
+        deterministics ``u`` (1, M) and ``D`` (1, M, M).
+
+    Raises
+    ------
+    ValueError
+        ``prior_sigma`` not a positive finite number, ``tau`` not a finite number ``>= 0``,
+        fewer than 2 items, no ballots, or a ballot with tied items before its end (named, with
+        the alternatives).
+
+    Examples
+    --------
+    >>> from pm_perm.preferences.synthetic import simulate_rankings
+    >>> from pm_perm.preferences.fitting import fit_map_type2
+    >>> data = simulate_rankings(30, utilities=[1.0, 0.5, 0.0, -0.5], rng=0)
+    >>> point = fit_map_type2(pl_anchored_model(data), grid=(0.0, 0.5))
+    >>> heldout_loglik(point, data.orders).shape == (data.n_distinct,)
+    True
+    """
+    from pm_perm.ops.pl_tilted import pl_tilted_loglik_sum
+
+    prior_sigma = _check_scale("prior_sigma", prior_sigma)
+    tau = _check_fixed_tau(tau)
+    _check_data(data, 1)
+    check_no_middle_ties(data.orders, what="ballots (distinct orders)")
+    M = data.n_items
+    with pm.Model(coords=_coords(data, 1)) as model:
+        u = _utilities(data, 1, prior_sigma, None)
+        tau_data = pm.Data("tau", np.float64(tau))
+        delta = pm.Normal("delta_raw", 0.0, 1.0,
+                          dims=("component", "item_basis", "position_basis"))
+        D = pm.Deterministic("D", tau_data * _zero_sum_matrices(delta, zero_sum_basis(M)),
+                             dims=("component", "item", "position"))
+        orders = pm.Data("orders", data.orders, dims=("order", "item"))
+        counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
+        pm.Potential("ballots", pl_tilted_loglik_sum(u[0], D[0], orders, counts))
+        length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
+        lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
+        pm.Potential("ballot_lengths", pt.dot(lengths.astype(np.float64), pt.log(length_probs)))
+    return RankingModel(model, FAMILY, 1, data)
+
+
+def heldout_loglik(point, orders):
+    """``log p(order)`` of each rank-form order under a fitted point's ``u`` and ``D``.
+
+    Parameters
+    ----------
+    point : dict
+        A MAP point of :func:`pl_anchored_model` (``"u"`` (1, M) and ``"D"`` (1, M, M)).
+    orders : array_like of int, shape (n, M)
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+        Natural log; the ballot length's probability is not included.
+    """
+    for k in ("u", "D"):
+        if k not in point:
+            raise ValueError(f"point has no {k!r}; pass a fit of pl_anchored_model")
+    return pl_tilted_loglik(np.asarray(point["u"])[0], np.asarray(point["D"])[0], orders)
