@@ -89,8 +89,8 @@ def draw_ballots(n, *, logits=None, utilities=None, mixture_weights=None, length
     top = None  # the top-k model's K (logits (M, K + 1), not square)
     if core == 2 and params.shape[-2] != M:
         if not 2 <= M <= params.shape[-2] + 1:
-            raise ValueError(f"logits must be (M, M) (items x positions) or (M, K + 1) with "
-                             f"1 <= K <= M (the top-k model), got {params.shape[1:]}")
+            raise ValueError(f"logits must be square (M, M) (items x positions), or (M, k + 1) "
+                             f"with 1 <= k <= M (the top-k model), got {params.shape[1:]}")
         top, M = M - 1, params.shape[-2]
     if mixture_weights is None and K > 1:
         raise ValueError(f"{K} components given: pass mixture_weights= (K probabilities)")
