@@ -108,3 +108,25 @@ def test_type2_map_chooses_tau_of_the_top_k_model():
     assert point["_optimizer"]["tau"] in (0.0, 0.5)
     post = rfit.posterior_params(point, "top-k")
     assert post["params"].shape == (1, 1, M, K + 1)
+
+
+def test_predictive_ballots_of_the_top_k_model():
+    """One component through pm.sample_posterior_predictive (each ballot keeps its observed
+    pattern), and without patterns through draw_ballots (lengths 0..K from length_probs)."""
+    import pymc as pm
+    import xarray as xr
+
+    from pm_perm.preferences.posterior import predictive_ballots
+
+    L = np.random.default_rng(10).normal(size=(M, K + 1))
+    data = simulate_rankings(40, logits=L, length_probs=[0.0, 0.4, 0.6], rng=11)
+    rm = rmod.top_k_model(data)
+    prior = pm.sample_prior_predictive(draws=3, model=rm.model, random_seed=0)["prior"]
+    draws = xr.DataTree.from_dict({"posterior": prior.to_dataset()})
+    y = predictive_ballots(rm, draws, draws=None, seed=0)
+    assert y.shape == (3, 40, M)
+    want = np.bincount((data.orders >= 0).sum(1), weights=data.counts, minlength=M + 1)
+    for rep in y:
+        np.testing.assert_array_equal(np.bincount((rep >= 0).sum(1), minlength=M + 1), want)
+    free = predictive_ballots(rm, draws, draws=None, seed=0, keep_pattern=False)
+    assert free.shape == (3, 40, M) and (free >= 0).sum(axis=2).max() <= K
