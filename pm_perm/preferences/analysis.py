@@ -2,9 +2,10 @@
 
 Every function takes the posterior as returned by
 :func:`pm_perm.preferences.fitting.posterior_params` (``params``: W (S, K, M, M) or Plackett-Luce
-u (S, K, M); ``weights`` (S, K), each row a probability vector; ``length_probs`` (S, M + 1);
-S = 1 for a MAP point) and the model ``family``; a ``post`` built by hand whose shapes or weights
-are not these raises ``ValueError``. Rank form as in :class:`~pm_perm.preferences.data.RankingData`.
+u (S, K, M), or the top-k model's logits (S, 1, M, k + 1); ``weights`` (S, K), each row a
+probability vector; ``length_probs`` (S, M + 1), top-k (S, k + 1); S = 1 for a MAP point)
+and the model ``family``; a ``post`` built by hand whose shapes or weights are not these raises
+``ValueError``. Rank form as in :class:`~pm_perm.preferences.data.RankingData`.
 
 Exact where cheap: item-position marginals of a W model are the permutation marginals of each
 draw's W (subset DP, O(M 2^M) per matrix), averaged over draws and mixture weights. Quantities
