@@ -63,6 +63,7 @@ def test_full_beyond_the_limit_names_the_top_k_flag(top5, tmp_path, capsys):
                                            "use --top-k 5"),
     (["--model", "full", "--top-k", "5"], "--top-k applies to --model top-k"),
     (["--model", "top-k", "--top-k", "31"], "K = 31 positions for M = 30"),
+    (["--model", "top-k", "--components", "2"], "use --components 1"),
 ])
 def test_bad_top_k_refused_before_any_fit(top5, tmp_path, capsys, monkeypatch, extra, match):
     def boom(*a, **k):
