@@ -130,3 +130,14 @@ def test_predictive_ballots_of_the_top_k_model():
         np.testing.assert_array_equal(np.bincount((rep >= 0).sum(1), minlength=M + 1), want)
     free = predictive_ballots(rm, draws, draws=None, seed=0, keep_pattern=False)
     assert free.shape == (3, 40, M) and (free >= 0).sum(axis=2).max() <= K
+
+
+def test_position_heatmap_labels_the_out_column():
+    import matplotlib.pyplot as plt
+
+    from pm_perm.preferences.plots import plot_position_heatmap
+
+    fig, ax = plot_position_heatmap(position_marginals(_params(S=1), "top-k"),
+                                    [f"i{i}" for i in range(M)])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "out"]
+    plt.close(fig)
