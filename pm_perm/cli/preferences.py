@@ -27,15 +27,24 @@ Comparison (:func:`compare_models`): unless the model is one-population Plackett
 chosen model is scored against Plackett-Luce on the held-out ballots (or, without held-out
 ballots and for at most ``CHECK_MAX_BALLOTS`` ballots, by ``CV_FOLDS``-fold cross-validation),
 and a warning says when it loses by more than noise (2 standard errors of the per-ballot
-difference): richer models can lose on small data. ``--compare`` adds rank-one and full and
-prints which model wins.
+difference): richer models can lose on small data. ``--compare`` adds rank-one, full and top-k
+(those that apply to the data) and prints which model wins.
+
+``--model top-k`` (:func:`pm_perm.preferences.models.top_k_model`): the exact top-k model for
+any number of items, ballots of at most K = ``--top-k`` ranked items (default the longest ballot
+in the file); its logits are M x (K + 1), the last column "not in the top K". Its MAP chooses
+``tau`` by the Laplace evidence as the full model's does. ``--model full`` and ``rank-one``
+stop beyond ``EXACT_MAX_M`` = 26 items with a message naming ``--model plackett-luce`` and
+``--model top-k``.
 
 JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``,
 ``train`` / ``heldout`` (``loglik_per_ranking``, ``n_rankings``, ``n_distinct``), ``logits``
 (the fitted item x position matrix, rows = items in file order, columns = positions first to
-last: MAP, or posterior mean under NUTS; ``null`` for Plackett-Luce, which has ``utilities``
-instead, and for mixtures, whose ``blocs`` list each component's weight, logits and consensus),
-``consensus`` (item names first to last), ``consensus_posterior``, ``position_marginals``,
+last, for top-k the K positions and "not in the top K": MAP, or posterior mean under NUTS;
+``null`` for Plackett-Luce, which has ``utilities`` instead, and for mixtures, whose ``blocs``
+list each component's weight, logits and consensus),
+``consensus`` (item names first to last; top-k: the K first), ``consensus_posterior``,
+``position_marginals`` (M x M; top-k M x (K + 1)), ``top_k`` (top-k only: K),
 ``diagnostics``, ``comparison`` (:func:`compare_models`; ``null`` when not run), ``sampler``,
 ``timings``, ``warnings`` (sampler, numerical and JSON
 warnings), ``output_errors`` (only when an output could not be written) and ``run``, what is
@@ -90,7 +99,7 @@ from pm_perm.cli.common import status as _status
 __all__ = ["add_parser", "run_rankings"]
 
 MODELS = {"plackett-luce": "plackett_luce_model", "rank-one": "rank_one_model",
-          "full": "full_model"}
+          "full": "full_model", "top-k": "top_k_model"}
 
 
 def add_parser(subparsers):
@@ -107,6 +116,8 @@ def add_parser(subparsers):
                        help="prior scale of the item utilities (default 3)")
     model.add_argument("--learn-positions", action="store_true",
                        help="rank-one model: learn the decreasing position profile c")
+    model.add_argument("--top-k", type=POSITIVE_INT, default=None, metavar="K",
+                       help="top-k model: positions modelled (default the longest ballot)")
     fit = p.add_argument_group("fit")
     fit.add_argument("--fit", choices=("map", "nuts"), default="map")
     fit.add_argument("--heldout-fraction", type=FRACTION, default=0.0, metavar="F",
@@ -122,7 +133,8 @@ def add_parser(subparsers):
     fit.add_argument("--max-loglik-draws", type=POSITIVE_INT, default=200,
                      help="NUTS: posterior draws used for log-likelihoods and plots (default 200)")
     fit.add_argument("--compare", action="store_true",
-                     help="also fit Plackett-Luce, rank-one and full by MAP and compare them with "
+                     help="also fit Plackett-Luce, rank-one, full and top-k (those that apply "
+                     "to the data) by MAP and compare them with "
                      "the chosen model on the held-out ballots (or, without "
                      f"--heldout-fraction, by {CV_FOLDS}-fold cross-validation over ballots)")
     out = p.add_argument_group("output")
@@ -158,23 +170,43 @@ def _check_args(args):
         raise FileNotFoundError(f"data file {src} not found")
     if args.learn_positions and args.model != "rank-one":
         raise ValueError("--learn-positions applies to --model rank-one only")
+    if args.top_k is not None and args.model != "top-k" and not args.compare:
+        raise ValueError("--top-k applies to --model top-k (or --compare) only")
+    if args.model == "top-k" and args.components > 1:
+        raise ValueError(f"--model top-k has one population (mixtures of the top-k model are not "
+                         f"implemented yet): use --components 1, or --components "
+                         f"{args.components} with --model plackett-luce")
     check_outputs({"--json": args.json}, [src], overwrite=args.overwrite,
                   directories={"--plots": (args.plots, plot_files(args.components))})
 
 
 def _check_data(args, data):
-    """Refuse, before any model is built, data the chosen model cannot fit: no ballots, or more
-    items than the exact partial-order likelihood takes (naming the flag to use instead)."""
+    """Refuse, before any model is built, data the chosen model cannot fit: no ballots, more
+    items than the exact partial-order likelihood takes (naming the flags to use instead), or
+    for the top-k model ballots longer than ``--top-k`` or K beyond its limits. Sets
+    ``args.top_k`` (default: the longest ballot of the data, held-out ones included)."""
     if data.n_rankings == 0:
         raise ValueError(f"{args.data_file}: the file has no ballots (a header and no order "
                          "lines); nothing to fit")
-    if args.model != "plackett-luce":
-        from pm_perm.kernels.partial_orders import check_partial_order_size
+    longest = int(max(1, (np.asarray(data.orders) >= 0).sum(axis=1).max()))
+    if args.top_k is None and (args.model == "top-k" or args.compare):
+        args.top_k = min(longest, data.n_items)
+    try:
+        if args.model == "top-k":
+            from pm_perm.kernels.top_k import check_top_k_size
 
-        try:
-            check_partial_order_size(data.n_items, plackett_luce="--model plackett-luce")
-        except ValueError as err:
-            raise ValueError(f"{args.data_file}: --model {args.model}: {err}") from None
+            if longest > args.top_k:
+                raise ValueError(f"the file holds ballots of {longest} ranked items, more than "
+                                 f"--top-k {args.top_k}: use --top-k {longest} or more (or "
+                                 "leave it out: the default is the longest ballot)")
+            check_top_k_size(data.n_items, args.top_k)
+        elif args.model != "plackett-luce":
+            from pm_perm.kernels.partial_orders import check_partial_order_size
+
+            check_partial_order_size(data.n_items, plackett_luce="--model plackett-luce",
+                                     top_k="--model top-k")
+    except ValueError as err:
+        raise ValueError(f"{args.data_file}: --model {args.model}: {err}") from None
 
 
 def _check_components(args, train):
@@ -226,6 +258,8 @@ def _fit(args, train):
     kwargs = {"components": args.components, "prior_sigma": args.prior_sigma}
     if args.model == "rank-one":
         kwargs["learn_positions"] = args.learn_positions
+    if args.model == "top-k":
+        kwargs["K"] = args.top_k
     if args.model == "full" and args.fit == "nuts":
         kwargs["parametrization"] = "auto"  # centred for many ballots per entry of W
     if args.fit == "map":
@@ -254,9 +288,9 @@ def _fit(args, train):
 
 def _type2_kwargs(model, learn_positions):
     """Builder arguments of a MAP fit whose hyperparameter ``fit_map_type2`` chooses by the
-    Laplace evidence: the full model's deviation scale ``tau``; the rank-one model's position
-    profile, a mix of the harmonic and linear ones (unless ``--learn-positions``)."""
-    if model == "full":
+    Laplace evidence: the full and top-k models' deviation scale ``tau``; the rank-one model's
+    position profile, a mix of the harmonic and linear ones (unless ``--learn-positions``)."""
+    if model in ("full", "top-k"):
         return {"tau": 0.0}
     if model == "rank-one" and not learn_positions:
         return {"positions": 0.0}
@@ -378,6 +412,8 @@ def _report(args, data, train, heldout, post, diag):
         "position_marginals": marg.tolist(),
         "diagnostics": diag,
     }
+    if family == "top-k":
+        result["top_k"] = args.top_k
     if family == "plackett-luce":
         result["utilities"] = mean.tolist()
     if K > 1:
@@ -452,6 +488,8 @@ def _map_scores(args, model, components, splits, data):
               **_type2_kwargs(model, sub.learn_positions)}
     if model == "rank-one":
         kwargs["learn_positions"] = sub.learn_positions
+    if model == "top-k":
+        kwargs["K"] = args.top_k
     rm = getattr(rmod, MODELS[model])(data, **kwargs)
     fit_map = _map_fitter(rm)
     parts = []
@@ -484,14 +522,15 @@ def _difference(a, b):
 def compare_models(args, data, train, heldout, post):
     """Score the chosen model against the others on ballots it was not fitted to.
 
-    ``--compare``: Plackett-Luce, rank-one and full (one population each, MAP), and the chosen
-    model as fitted. By default (no ``--compare``): the chosen model against Plackett-Luce
-    (one population, MAP) only, unless the chosen model IS one-population Plackett-Luce. The
-    ballots scored: the held-out ones when ``--heldout-fraction`` is given (the chosen model's
-    scores are those of its fit, MAP or NUTS); otherwise a ``CV_FOLDS``-fold cross-validation
-    over the ballots, every model fitted by MAP on each fold's training part (by default only
-    for at most ``CHECK_MAX_BALLOTS`` ballots: beyond that the check is skipped and the result
-    says so).
+    ``--compare``: Plackett-Luce, rank-one, full and top-k (one population each, MAP; those that
+    apply to the data, :func:`_applies`: rank-one and full not beyond ``EXACT_MAX_M`` items), and
+    the chosen model as fitted. By default (no ``--compare``): the chosen model against
+    Plackett-Luce (one population, MAP) only, unless the chosen model IS one-population
+    Plackett-Luce. The ballots scored: the held-out ones when ``--heldout-fraction`` is given (the
+    chosen model's scores are those of its fit, MAP or NUTS); otherwise a ``CV_FOLDS``-fold
+    cross-validation over the ballots, every model fitted by MAP on each fold's training part (by
+    default only for at most ``CHECK_MAX_BALLOTS`` ballots: beyond that the check is skipped and the
+    result says so).
 
     "Noise": ``NOISE_SE`` standard errors of the per-ballot difference of held-out
     log-likelihoods (paired over the same ballots). When the chosen model's mean is below
@@ -526,7 +565,8 @@ def compare_models(args, data, train, heldout, post):
         _status(skipped)
         return {"method": None, "n_ballots": 0, "noise": None, "models": [], "best": None,
                 "chosen_loses_to_plackett_luce": None, "skipped": skipped}
-    candidates = [(m, 1) for m in MODELS] if args.compare else [("plackett-luce", 1)]
+    candidates = ([(m, 1) for m in MODELS if _applies(m, data, args.top_k)] if args.compare
+                  else [("plackett-luce", 1)])
     _status(f"comparing with {', '.join(m for m, _ in candidates if (m, 1) != chosen)} on "
             f"{method}")
     if heldout is not None:
@@ -558,6 +598,22 @@ def compare_models(args, data, train, heldout, post):
             "skipped": None}
 
 
+def _applies(model, data, top_k):
+    """Whether ``--compare`` can fit ``model`` to ``data``: rank-one and full within the exact
+    partial-order limits, top-k within its own (K = ``top_k``), Plackett-Luce always."""
+    from pm_perm.kernels.partial_orders import check_partial_order_size
+    from pm_perm.kernels.top_k import check_top_k_size
+
+    try:
+        if model == "top-k":
+            check_top_k_size(data.n_items, top_k)
+        elif model != "plackett-luce":
+            check_partial_order_size(data.n_items)
+    except ValueError:
+        return False
+    return True
+
+
 def _comparison_lines(comparison):
     if not comparison or comparison["skipped"] or not comparison["models"]:
         return []
@@ -574,7 +630,8 @@ def _comparison_lines(comparison):
 def format_summary(result):
     """A few lines for the terminal: fit per ballot and the consensus."""
 
-    lines = [f"{result['model']} (K={result['components']}, {result['fit']}): "
+    top = f", top {result['top_k']}" if "top_k" in result else ""
+    lines = [f"{result['model']} (K={result['components']}{top}, {result['fit']}): "
              f"{result['n_rankings']} ballots over {result['n_items']} items"]
     lines.append(f"  train   log-likelihood per ballot "
                  f"{result['train']['loglik_per_ranking']:.4f}")

@@ -70,18 +70,19 @@ SUFFIX_TINY = 1e-200
 _TABLES = 2
 
 
-def check_partial_order_size(M: int, *, plackett_luce: str = "pm_perm.PlackettLuce") -> None:
+def check_partial_order_size(M: int, *, plackett_luce: str = "pm_perm.PlackettLuce",
+                             top_k: str = "pm_perm.TopKRanking, "
+                             "pm_perm.preferences.models.top_k_model") -> None:
     """Raise ``ValueError`` if exact partial-order likelihoods of ``M`` items are beyond the limit.
 
     The limit is ``EXACT_MAX_M`` items and the memory budget (``PM_PERM_MEMORY_BUDGET``) for two
-    tables of ``2^M`` float64. ``plackett_luce`` is how the message names the alternative model
-    (the Python class by default; the CLI names its flag).
+    tables of ``2^M`` float64. ``plackett_luce`` and ``top_k`` are how the message names the
+    alternative models (the Python names by default; the CLI names its flags).
     """
     alternatives = (
         f"Use the Plackett-Luce model ({plackett_luce}, any number of items), or for ballots of "
-        "at most K items the exact top-k model (pm_perm.TopKRanking, "
-        "pm_perm.preferences.models.top_k_model; any number of items, O(M K 2^K)), or rank "
-        "fewer items (e.g. merge or drop rarely ranked ones)."
+        f"at most K items the exact top-k model ({top_k}; any number of items, O(M K 2^K)), "
+        "or rank fewer items (e.g. merge or drop rarely ranked ones)."
     )
     if M > EXACT_MAX_M:
         raise ValueError(

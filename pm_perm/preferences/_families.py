@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-FAMILIES = ("plackett-luce", "rank-one", "full")
+FAMILIES = ("plackett-luce", "rank-one", "full", "top-k")
 
 
 def check_family(family):
     """Raise unless ``family`` is one of ``FAMILIES`` (shared by the functions taking one)."""
     if not isinstance(family, str) or family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}; got {family!r}")
+
+
+def n_lengths(family, params):
+    """Number of ballot lengths (``length_probs`` entries) of a family's parameters ``params``
+    (..., M) or (..., M, M): ``M + 1``; the top-k model's logits (..., M, K + 1): ``K + 1``."""
+    return params.shape[-1] if family == "top-k" else params.shape[-1] + 1
 
 
 def param_name(family):

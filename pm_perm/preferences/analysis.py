@@ -2,9 +2,10 @@
 
 Every function takes the posterior as returned by
 :func:`pm_perm.preferences.fitting.posterior_params` (``params``: W (S, K, M, M) or Plackett-Luce
-u (S, K, M); ``weights`` (S, K), each row a probability vector; ``length_probs`` (S, M + 1);
-S = 1 for a MAP point) and the model ``family``; a ``post`` built by hand whose shapes or weights
-are not these raises ``ValueError``. Rank form as in :class:`~pm_perm.preferences.data.RankingData`.
+u (S, K, M), or the top-k model's logits (S, 1, M, k + 1); ``weights`` (S, K), each row a
+probability vector; ``length_probs`` (S, M + 1), top-k (S, k + 1); S = 1 for a MAP point)
+and the model ``family``; a ``post`` built by hand whose shapes or weights are not these raises
+``ValueError``. Rank form as in :class:`~pm_perm.preferences.data.RankingData`.
 
 Exact where cheap: item-position marginals of a W model are the permutation marginals of each
 draw's W (subset DP, O(M 2^M) per matrix), averaged over draws and mixture weights. Quantities
@@ -46,7 +47,11 @@ def _check_post(post, family):
     if family == "plackett-luce" and len(shape) != 3:
         raise ValueError(f"post['params'] must be utilities u (S, K, M) for family "
                          f"'plackett-luce'; got shape {shape} (is family right?)")
-    if family != "plackett-luce" and (len(shape) != 4 or shape[-1] != shape[-2]):
+    if family == "top-k" and (len(shape) != 4 or shape[1] != 1
+                              or not 2 <= shape[-1] <= shape[-2] + 1):
+        raise ValueError(f"post['params'] must be top-k logits (S, 1, M, K + 1), 1 <= K <= M, "
+                         f"for family 'top-k'; got shape {shape} (is family right?)")
+    if family in ("rank-one", "full") and (len(shape) != 4 or shape[-1] != shape[-2]):
         raise ValueError(f"post['params'] must be logits W (S, K, M, M) for family {family!r}; "
                          f"got shape {shape} (is family right?)")
     w_shape = np.shape(post["weights"])
@@ -74,6 +79,8 @@ def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False, p
     out = []
     for s in range(post["params"].shape[0]):
         lp = post["length_probs"][s] if length_probs and patterns is None else None
+        if lp is not None and family == "top-k":  # lengths 0..K of M items: pad to M + 1
+            lp = np.pad(lp, (0, post["params"].shape[-2] + 1 - lp.shape[-1]))
         y = draw_ballots(n_per_draw, **_model_kwargs(family, post["params"][s],
                                                       post["weights"][s]),
                          length_probs=lp, rng=rng)
@@ -82,9 +89,14 @@ def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False, p
 
 
 def _draw_component_marginals(post, family, n_per_draw, rng):
-    """Per-draw, per-component item x position marginals (S, K, M, M)."""
+    """Per-draw, per-component item x position marginals (S, K, M, M); top-k (S, 1, M, K + 1)
+    (the last column: not in the top K)."""
     _check_post(post, family)
     params = post["params"]
+    if family == "top-k":
+        from pm_perm.kernels.top_k import top_k_marginals
+
+        return top_k_marginals(params)[1]
     if family != "plackett-luce":
         from pm_perm.kernels.permanent import permutation_marginals
 
@@ -100,7 +112,8 @@ def _draw_component_marginals(post, family, n_per_draw, rng):
 
 
 def component_position_marginals(post, family, *, n_per_draw=2000, rng=None):
-    """Bloc profiles: ``P[k, i, j] = p(item i at position j | component k)``, (K, M, M).
+    """Bloc profiles: ``P[k, i, j] = p(item i at position j | component k)``, (K, M, M); for
+    family ``"top-k"`` (1, M, K + 1), as :func:`position_marginals`.
 
     Averaged over draws (use relabelled draws, :func:`~pm_perm.preferences.fitting.fit_nuts`).
     Exact for W models; Plackett-Luce by ``n_per_draw`` exact draws per draw and component.
@@ -114,6 +127,10 @@ def position_marginals(post, family, *, n_per_draw=2000, rng=None):
     Each draw's mixture of its component profiles by its mixture weights, averaged over draws
     (for one component: the average of each draw's permutation marginals). Doubly stochastic.
     Same cost and accuracy as :func:`component_position_marginals`.
+
+    Family ``"top-k"``: (M, K + 1), columns the positions ``0..K-1`` and "not in the top K"
+    (:func:`pm_perm.kernels.top_k.top_k_marginals`, exact): each row sums to 1, the first K
+    columns to 1 and the last to ``M - K``.
     """
     P = _draw_component_marginals(post, family, n_per_draw, rng)
     return np.einsum("sk,skij->ij", post["weights"], P) / P.shape[0]
@@ -168,13 +185,18 @@ def _mode(family, params, weights):
     (:func:`pm_perm.kernels.matching.max_weight_matching`, the exact mode), or utilities sorted
     (Plackett-Luce). A mixture's mode is searched among its components' modes (the best under
     the mixture): exact when the blocs are well separated, otherwise a lower bound on the mode's
-    probability.
+    probability. Top-k: the max-weight matching of the logits with the "not in the top K"
+    column repeated for positions ``K..M-1``; its first K positions are the most probable
+    top-K list (the order of the others is arbitrary: every one is equally probable).
     """
     if family == "plackett-luce":
         cands = np.argsort(np.argsort(-params, axis=1), axis=1)
     else:
         from pm_perm.kernels.matching import max_weight_matching
 
+        if family == "top-k":
+            M, K = params.shape[-2], params.shape[-1] - 1
+            params = np.concatenate([params[..., :K], np.repeat(params[..., K:], M - K, -1)], -1)
         cands = max_weight_matching(params)
     if params.shape[0] == 1:
         return cands[0]
@@ -186,6 +208,9 @@ def _mode(family, params, weights):
 def consensus_posterior(post, family, *, top=5):
     """Posterior of the consensus ranking (the most probable complete ranking of each draw).
 
+    Family ``"top-k"``: the most probable top-K list of each draw (K items; the others are
+    exchangeable, so no complete ranking is more probable than another with the same top K).
+
     Returns
     -------
     list of (tuple of int, float)
@@ -194,8 +219,9 @@ def consensus_posterior(post, family, *, top=5):
     """
     _check_post(post, family)
     S = post["params"].shape[0]
+    keep = post["params"].shape[-1] - 1 if family == "top-k" else None
     modes = Counter(tuple(int(i) for i in np.argsort(_mode(family, post["params"][s],
-                                                          post["weights"][s])))
+                                                          post["weights"][s]))[:keep])
                     for s in range(S))
     return [(order, n / S) for order, n in modes.most_common(top)]
 
@@ -296,7 +322,8 @@ def posterior_predictive(post, family, n_rankings, *, n_reps=100, rng=None, patt
     if patterns is not None:
         from pm_perm.kernels.rank_form import validate_orders
 
-        M = np.shape(post["params"])[-1]
+        shape = np.shape(post["params"])
+        M = shape[-1] if family == "plackett-luce" else shape[-2]
         patterns = validate_orders(patterns, M, name="patterns")
         if patterns.shape[0] != n_rankings:
             raise ValueError(f"patterns must have one row per replicated ballot ({n_rankings}); "

@@ -19,6 +19,7 @@ from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, chec
 from pm_perm.preferences._families import (
     check_family,
     check_probability_vectors,
+    n_lengths,
     param_name,
 )
 from pm_perm.preferences.models import (
@@ -163,8 +164,8 @@ POSITION_MIX_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10,
                   patience=2):
     """MAP with a hyperparameter chosen by the Laplace evidence (type-II maximum likelihood):
-    the full model's deviation scale ``tau`` (the shrinkage toward the rank-one model learned
-    from the data), or a rank-one model's position mix ``lam`` (harmonic to linear profile).
+    the full (or top-k) model's deviation scale ``tau`` (the shrinkage toward the rank-one model
+    learned from the data), or a rank-one model's position mix ``lam`` (harmonic to linear profile).
 
     For each value of ``grid`` (ascending; the first from ``n_starts`` jittered starts as
     :func:`fit_map`, each later one from the previous optimum), the MAP of the other variables
@@ -195,7 +196,8 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
     Parameters
     ----------
     rm : RankingModel
-        A full model built with a fixed ``tau`` (``full_model(data, tau=0.0)``, any value), or
+        A full model built with a fixed ``tau`` (``full_model(data, tau=0.0)``, any value; or
+        ``top_k_model(data, tau=0.0)``), or
         a rank-one model built with a position mix (``rank_one_model(data, positions=0.0)``).
     grid : sequence of float, optional
         Candidate values: scales ``>= 0`` (default :data:`TAU_GRID`) or mixes in [0, 1]
@@ -274,13 +276,14 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
 def _hyperparameter(rm):
     """``(name, default grid, check)`` of the model's type-II hyperparameter, or raise."""
     named = rm.model.named_vars
-    if rm.family in ("full", "pl-anchored") and "tau" in named \
-            and rm.model["tau"] not in rm.model.free_RVs:
+    if (rm.family in ("full", "pl-anchored", "top-k") and "tau" in named
+            and rm.model["tau"] not in rm.model.free_RVs):
         return "tau", TAU_GRID, _check_fixed_tau
     if rm.family == "rank-one" and "position_mix" in named:
         return "position_mix", POSITION_MIX_GRID, _check_unit
-    raise ValueError("fit_map_type2 needs a full model with a fixed tau "
-                     "(full_model(data, tau=0.0)) or a rank-one model with a position mix "
+    raise ValueError("fit_map_type2 needs a full or top-k model with a fixed tau "
+                     "(full_model(data, tau=0.0), top_k_model(data, tau=0.0)) or a rank-one "
+                     "model with a position mix "
                      "(rank_one_model(data, positions=0.0))")
 
 
@@ -383,8 +386,9 @@ def posterior_params(source, family):
     Returns
     -------
     dict
-        ``"params"``: W (S, K, M, M) or u (S, K, M); ``"weights"`` (S, K); ``"length_probs"``
-        (S, M + 1). S = 1 for a MAP point; draws flattened over chains.
+        ``"params"``: W (S, K, M, M), the top-k model's logits (S, 1, M, k + 1) or u (S, K, M);
+        ``"weights"`` (S, K); ``"length_probs"`` (S, M + 1), for top-k (S, k + 1). S = 1 for a
+        MAP point; draws flattened over chains.
 
     Raises
     ------
@@ -422,10 +426,12 @@ def posterior_params(source, family):
     if w.shape != params.shape[:2]:
         raise ValueError(f"mixture_weights has shape {w.shape[1:]} but {name!r} has {K} "
                          f"components; give {K} mixture weights")
-    M = params.shape[-1]
-    if lp.shape != (params.shape[0], M + 1):
-        raise ValueError(f"length_probs has shape {lp.shape[1:]} but {name!r} has M = {M} "
-                         f"items; give M + 1 = {M + 1} probabilities (lengths 0..M)")
+    n_len = n_lengths(family, params)
+    if lp.shape != (params.shape[0], n_len):
+        what = (f"K = {n_len - 1} positions; give K + 1" if family == "top-k" else
+                f"M = {n_len - 1} items; give M + 1")
+        raise ValueError(f"length_probs has shape {lp.shape[1:]} but {name!r} has {what} = "
+                         f"{n_len} probabilities (lengths 0..{n_len - 1})")
     if not np.all(np.isfinite(params)):
         raise ValueError(f"{name!r} holds non-finite values; pass a converged fit")
     for label, probs in (("mixture_weights", w), ("length_probs", lp)):

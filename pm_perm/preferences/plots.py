@@ -33,14 +33,18 @@ def _item_order(P):
 
 def plot_position_heatmap(P, item_names, *, ax=None, title="P(item at position)", order=None):
     """Heat map of the item x position marginals ``P`` (M, M), items by expected position (or
-    in the given ``order``, the items first to last)."""
+    in the given ``order``, the items first to last); the top-k model's (M, K + 1): the last
+    column "out" (not in the top K)."""
     plt = _plt()
     fig, ax = (plt.subplots(figsize=(0.45 * len(P) + 3, 0.35 * len(P) + 1.5)) if ax is None
                else (ax.figure, ax))
     order = _item_order(P) if order is None else np.asarray(order)
     im = ax.imshow(P[order], cmap="viridis", vmin=0, aspect="auto")
     ax.set_yticks(range(len(P)), [item_names[i] for i in order], fontsize=8)
-    ax.set_xticks(range(P.shape[1]), [str(j + 1) for j in range(P.shape[1])], fontsize=8)
+    labels = [str(j + 1) for j in range(P.shape[1])]
+    if P.shape[1] != P.shape[0]:  # top-k: positions 1..K, then "not in the top K"
+        labels[-1] = "out"
+    ax.set_xticks(range(P.shape[1]), labels, fontsize=8)
     ax.set(xlabel="position (1 = first)", title=title)
     fig.colorbar(im, ax=ax, shrink=0.8)
     fig.tight_layout()

@@ -103,8 +103,11 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
         out = []
         for c, d in zip(chains, steps, strict=True):
             w = post["mixture_weights"].values[c, d] if rm.components > 1 else None
+            lp = post["length_probs"].values[c, d]
+            if rm.family == "top-k":  # lengths 0..K: pad to 0..M
+                lp = np.pad(lp, (0, M + 1 - lp.size))
             y = draw_ballots(N, **{key: post[name].values[c, d]}, mixture_weights=w,
-                             length_probs=post["length_probs"].values[c, d], rng=rng)
+                             length_probs=lp, rng=rng)
             out.append(y.astype(np.int8))
         return np.stack(out)
     import xarray as xr
@@ -147,6 +150,10 @@ def _component_marginals(family, params):
     """Item x position marginals (..., K, M, M) used to compare components across draws."""
     if family == "plackett-luce":  # utilities are already comparable: use them as a profile
         return params[..., :, None]
+    if family == "top-k":
+        from pm_perm.kernels.top_k import top_k_marginals
+
+        return top_k_marginals(params)[1]
     from pm_perm.kernels.permanent import permutation_marginals
 
     return permutation_marginals(params)
@@ -193,6 +200,8 @@ def _component_and_mixture_loglik(family, params, weights, orders):
     these orders)."""
     if family == "plackett-luce":
         from pm_perm.kernels.plackett_luce import plackett_luce_loglik as kernel
+    elif family == "top-k":
+        from pm_perm.kernels.top_k import top_k_loglik as kernel
     else:
         from pm_perm.kernels.partial_orders import partial_order_loglik as kernel
     comp = kernel(params, orders)

@@ -52,14 +52,17 @@ def draw_ballots(n, *, logits=None, utilities=None, mixture_weights=None, length
     n : int
         Number of ballots.
     logits : array_like of float, shape (M, M) or (K, M, M), optional
-        Item x position logits of one model or of ``K`` mixture components.
+        Item x position logits of one model or of ``K`` mixture components; or the top-k
+        model's logits (M, k + 1) or (K, M, k + 1), ``k < M - 1`` (:class:`~pm_perm.TopKRanking`:
+        the last column "not in the top k"), whose complete rankings are an exact top-k draw
+        followed by the other items in a uniformly random order (they are exchangeable).
     utilities : array_like of float, shape (M,) or (K, M), optional
         Plackett-Luce utilities instead of ``logits`` (exactly one of the two).
     mixture_weights : array_like of float, shape (K,), optional
         Component probabilities (needed when ``K`` components are given; normalised).
     length_probs : array_like of float, shape (M + 1,), optional
         ``length_probs[k]`` = probability that a ballot ranks ``k`` items (default: complete
-        ballots). Normalised.
+        ballots). Normalised. Top-k logits also take ``k + 1`` entries (lengths 0..k).
     rng : numpy.random.Generator or int, optional
     return_components : bool
         Also return the component of each ballot.
@@ -83,8 +86,12 @@ def draw_ballots(n, *, logits=None, utilities=None, mixture_weights=None, length
     if params.ndim == core:
         params = params[None]
     K, M = params.shape[0], params.shape[-1]
+    top = None  # the top-k model's K (logits (M, K + 1), not square)
     if core == 2 and params.shape[-2] != M:
-        raise ValueError(f"logits must be square (items x positions), got {params.shape[1:]}")
+        if not 2 <= M <= params.shape[-2] + 1:
+            raise ValueError(f"logits must be square (M, M) (items x positions), or (M, k + 1) "
+                             f"with 1 <= k <= M (the top-k model), got {params.shape[1:]}")
+        top, M = M - 1, params.shape[-2]
     if mixture_weights is None and K > 1:
         raise ValueError(f"{K} components given: pass mixture_weights= (K probabilities)")
     weights = np.ones(1) if mixture_weights is None else _check_probs(mixture_weights, K,
@@ -95,14 +102,28 @@ def draw_ballots(n, *, logits=None, utilities=None, mixture_weights=None, length
         rows = np.flatnonzero(comp == k)
         if rows.size == 0:
             continue
-        if core == 2:
+        if top is not None:
+            orders[rows] = _complete_top_k(params[k], rows.size, rng)
+        elif core == 2:
             orders[rows] = sample_permutations(params[k], size=(rows.size,), rng=rng)
         else:
             orders[rows] = sample_plackett_luce(params[k], size=(rows.size,), rng=rng)
     if length_probs is not None:
-        lengths = rng.choice(M + 1, size=n, p=_check_probs(length_probs, M + 1, "length_probs"))
+        n_len = M + 1 if top is None or np.size(length_probs) == M + 1 else top + 1
+        lengths = rng.choice(n_len, size=n, p=_check_probs(length_probs, n_len, "length_probs"))
         orders[orders >= lengths[:, None]] = -1
     return (orders, comp) if return_components else orders
+
+
+def _complete_top_k(L, n, rng):
+    """``n`` complete rankings of the top-k model with logits ``L`` (M, K + 1): an exact top-K
+    draw, the other items after it in a uniformly random order (positions ``K..M-1`` are
+    exchangeable: every order of them has the same probability)."""
+    from pm_perm.kernels.top_k_sampler import sample_top_k
+
+    y = sample_top_k(L, size=(n,), rng=rng)
+    key = np.where(y >= 0, y, L.shape[1] - 1 + rng.random(y.shape))
+    return np.argsort(np.argsort(key, axis=1), axis=1)
 
 
 def simulate_rankings(n, *, logits=None, utilities=None, mixture_weights=None,

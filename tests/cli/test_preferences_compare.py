@@ -68,7 +68,7 @@ def test_compare_without_heldout_ballots_cross_validates(tmp_path, capsys):
     assert comp["method"].startswith(f"{rankings_cli.CV_FOLDS}-fold cross-validation")
     assert comp["n_ballots"] == 40  # every ballot scored once
     models = {r["model"]: r for r in comp["models"]}
-    assert set(models) == {"plackett-luce", "rank-one", "full"}
+    assert set(models) == {"plackett-luce", "rank-one", "full", "top-k"}
     best = max(models.values(), key=lambda r: r["loglik_per_ballot"])
     assert comp["best"] == f"{best['model']} (K=1)"
     assert f"best: {comp['best']}" in capsys.readouterr().out

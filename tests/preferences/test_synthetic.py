@@ -82,7 +82,8 @@ def test_rank_one_and_positions():
 @pytest.mark.parametrize("kwargs, match", [
     ({}, "exactly one"),
     ({"logits": np.zeros((2, 2)), "utilities": np.zeros(2)}, "exactly one"),
-    ({"logits": np.zeros((2, 3))}, "square"),
+    ({"logits": np.zeros((2, 4))}, "square"),  # (2, 3) is the top-2 model's
+    ({"logits": np.zeros((3, 1))}, "square"),
     ({"logits": np.full((2, 2), np.nan)}, "finite"),
     ({"utilities": np.zeros((2, 3))}, "mixture_weights"),
     ({"utilities": np.zeros(3), "length_probs": [1, 1]}, "length_probs"),
