@@ -15,6 +15,7 @@ import numpy as np
 import pymc as pm
 from pymc.util import get_default_varnames
 
+from pm_perm._progress import stage
 from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, checked_sample
 from pm_perm.preferences._families import (
     check_family,
@@ -141,8 +142,9 @@ def fit_map(rm, *, seed=0, n_starts=1, maxiter=20_000, lbfgs_memory=10):
     best, messages, n_converged = None, [], 0
     for s in range(n_starts):
         try:
-            values = engine.fit(seed=seed + 7919 * s, maxiter=maxiter,
-                                what=f"the MAP fit from start {s}")
+            with _start_stage(s, n_starts):
+                values = engine.fit(seed=seed + 7919 * s, maxiter=maxiter,
+                                    what=f"the MAP fit from start {s}")
         except MapFitError as err:
             messages.append(str(err))
             continue
@@ -250,20 +252,21 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
     evidence, best = {}, None
     for i, t in enumerate(grid):
         engine.set_data(**{name: np.float64(t)})
-        if i == 0:
-            point = _best_start(engine, rm, seed, n_starts, maxiter)
-        else:
-            point = engine.fit(maxiter=maxiter, what=f"the MAP fit at {name} = {t:g}")
-        x = engine.x.copy()
-        if keep is None:
-            keep = _order_model_coordinates(engine)
+        with stage(f"{name} = {t:g} ({i + 1} of at most {len(grid)})"):
+            if i == 0:
+                point = _best_start(engine, rm, seed, n_starts, maxiter)
+            else:
+                point = engine.fit(maxiter=maxiter, what=f"the MAP fit at {name} = {t:g}")
+            x = engine.x.copy()
+            if keep is None:
+                keep = _order_model_coordinates(engine)
 
-        def grad(z, x=x, keep=keep):
-            full = x.copy()
-            full[keep] = z
-            return -engine.value_and_grad(full)[1][keep]
+            def grad(z, x=x, keep=keep):
+                full = x.copy()
+                full[keep] = z
+                return -engine.value_and_grad(full)[1][keep]
 
-        H = negative_hessian(grad, x[keep])
+            H = negative_hessian(grad, x[keep])
         log_post = point["_info"]["log_posterior"]
         evidence[t] = laplace_log_evidence(log_post, H) if _positive_definite(H) else -np.inf
         if best is None or evidence[t] > evidence[best[0]]:
@@ -304,8 +307,9 @@ def _best_start(engine, rm, seed, n_starts, maxiter):
     best, messages = None, []
     for s in range(n_starts):
         try:
-            out = engine.fit(seed=seed + 7919 * s, maxiter=maxiter,
-                             what=f"the MAP fit from start {s}")
+            with _start_stage(s, n_starts):
+                out = engine.fit(seed=seed + 7919 * s, maxiter=maxiter,
+                                 what=f"the MAP fit from start {s}")
         except MapFitError as err:
             messages.append(str(err))
             continue
@@ -318,6 +322,13 @@ def _best_start(engine, rm, seed, n_starts, maxiter):
     best[0]["_info"]["n_converged"] = n_starts - len(messages)
     engine.x = best[1]
     return best[0]
+
+
+def _start_stage(s, n_starts):
+    """The progress stage of start ``s`` (0-based) of a multi-start fit (none for one start)."""
+    import contextlib
+
+    return stage(f"start {s + 1} of {n_starts}") if n_starts > 1 else contextlib.nullcontext()
 
 
 def _order_model_coordinates(engine):
@@ -335,7 +346,7 @@ def _positive_definite(H):
 
 
 def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
-             progressbar=False, sampler=None, **kwargs):
+             progressbar=None, sampler=None, **kwargs):
     """NUTS posterior (``pm.sample`` through :func:`pm_perm.inference.checked_sample`); mixture
     draws are relabelled (:func:`~pm_perm.preferences.posterior.relabel_components`) whatever
     the sampler.
@@ -347,7 +358,9 @@ def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
     processes), ``"numpyro"`` or ``"blackjax"`` (PyMC's JAX samplers). Other keyword arguments
     go to ``pm.sample`` (e.g. ``cores``, or ``nuts=`` with options of the NUTS implementation,
     such as nutpie's ``adaptation``). For large data use the
-    centred full model (``full_model(..., parametrization="centered")``).
+    centred full model (``full_model(..., parametrization="centered")``). ``progressbar``:
+    the sampler's progress bar; by default shown when the standard error is a terminal and not
+    inside :func:`pm_perm._progress.quiet` (the CLI's ``--quiet``).
 
     Returns
     -------
@@ -361,6 +374,10 @@ def fit_nuts(rm, *, draws=1000, tune=1000, chains=4, seed=0, target_accept=0.9,
     pm_perm.inference.SamplingError
         Fewer draws than requested or non-finite draws of the order model's parameters.
     """
+    if progressbar is None:
+        from pm_perm._progress import enabled
+
+        progressbar = enabled()
     if sampler is None:
         import importlib.util
 
