@@ -241,7 +241,7 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
     >>> sorted(point["_optimizer"]["log_evidence"]) == [0.0, 0.5]
     True
     """
-    from pm_perm.inference.laplace import laplace_log_evidence, negative_hessian
+    from pm_perm.inference.laplace import laplace_log_evidence
 
     name, default, check = _hyperparameter(rm)
     grid = sorted(check(t) for t in (default if grid is None else grid))
@@ -261,12 +261,7 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
             if keep is None:
                 keep = _order_model_coordinates(engine)
 
-            def grad(z, x=x, keep=keep):
-                full = x.copy()
-                full[keep] = z
-                return -engine.value_and_grad(full)[1][keep]
-
-            H = negative_hessian(grad, x[keep])
+            H = _negative_hessian(engine, x, keep, name == "tau" and t == 0.0)
         log_post = point["_info"]["log_posterior"]
         evidence[t] = laplace_log_evidence(log_post, H) if _positive_definite(H) else -np.inf
         if best is None or evidence[t] > evidence[best[0]]:
@@ -329,6 +324,40 @@ def _start_stage(s, n_starts):
     import contextlib
 
     return stage(f"start {s + 1} of {n_starts}") if n_starts > 1 else contextlib.nullcontext()
+
+
+def _negative_hessian(engine, x, keep, prior_only_deviation):
+    """The Hessian of ``-log p`` over the coordinates ``keep`` of the raveled point ``x``, by
+    central differences of the exact gradient (``2 n`` gradient evaluations for ``n``
+    coordinates).
+
+    ``prior_only_deviation``: the full model at ``tau = 0``, where ``W = u c^T`` does not depend
+    on ``delta_raw``: the gradient of ``log p`` with respect to ``delta_raw`` is its standard
+    normal prior's, ``-delta_raw``, whatever the other coordinates, and no other coordinate's
+    gradient depends on ``delta_raw``. Its block of the Hessian is then exactly the identity
+    and its cross terms zero (what the differences give, up to rounding), so only the other
+    coordinates are differenced: on 20 items 2 x 19 gradient evaluations instead of
+    2 x 380."""
+    from pm_perm.inference.laplace import negative_hessian
+
+    skip = np.zeros(x.size, dtype=bool)
+    if prior_only_deviation:
+        start = 0
+        for name, _shape, size, _dtype in engine._layout:
+            if name == "delta_raw":
+                skip[start:start + size] = True
+            start += size
+    diff = keep[~skip[keep]]
+
+    def grad(z):
+        full = x.copy()
+        full[diff] = z
+        return -engine.value_and_grad(full)[1][diff]
+
+    where = np.flatnonzero(~skip[keep])
+    H = np.eye(keep.size)  # the skipped block: the N(0, 1) prior's precision, no cross terms
+    H[np.ix_(where, where)] = negative_hessian(grad, x[diff])
+    return H
 
 
 def _order_model_coordinates(engine):
