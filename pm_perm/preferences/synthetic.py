@@ -309,9 +309,9 @@ def distinct_top_k_ballots(n_distinct, n_items, k, *, rng=None):
 
     Examples
     --------
-    >>> data, u = distinct_top_k_ballots(500, 8, 3, rng=0)
+    >>> data, u = distinct_top_k_ballots(200, 8, 3, rng=0)
     >>> data.n_distinct, data.max_ranked
-    (500, 3)
+    (200, 3)
     """
     from math import perm
 
