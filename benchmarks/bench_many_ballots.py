@@ -93,7 +93,7 @@ def eval_cost(rm, repeats=7):
 
 
 def twenty():
-    data, t_gen = timed(distinct_top_k_ballots, 313_430, 20, 5, rng=0)
+    (data, _), _ = timed(distinct_top_k_ballots, 313_430, 20, 5, rng=0)
     print(f"## 20 items: {data.n_distinct} distinct top-5 orders, {data.n_rankings} ballots "
           f"(generated in {CPU['distinct_top_k_ballots']:.1f} CPU s)")
     print("CPU seconds of the process (wall seconds of the fit in brackets)")
