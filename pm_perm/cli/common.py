@@ -30,6 +30,7 @@ __all__ = [
     "checked_type",
     "finish_outputs",
     "library_versions",
+    "progress_context",
     "run_record",
     "status",
     "stdout_for_results",
@@ -81,8 +82,21 @@ def stdout_for_results(*outputs):
 
 
 def status(msg):
-    """A progress line on standard error (standard output carries the results)."""
-    print(msg, file=sys.stderr, flush=True)
+    """A status line on standard error (standard output carries the results); none inside
+    :func:`pm_perm._progress.quiet` (a command's ``--quiet``)."""
+    from pm_perm._progress import is_quiet
+
+    if not is_quiet():
+        print(msg, file=sys.stderr, flush=True)
+
+
+def progress_context(quiet):
+    """The context of a whole run: with ``quiet`` no progress and no status lines
+    (:mod:`pm_perm._progress`; errors and warnings are still printed). Progress of long fits is
+    otherwise shown on the standard error when it is a terminal, never when it is piped."""
+    from pm_perm._progress import quiet as quiet_progress
+
+    return quiet_progress() if quiet else contextlib.nullcontext()
 
 
 def run_record(args, inputs):

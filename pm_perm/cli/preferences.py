@@ -90,6 +90,7 @@ from pm_perm.cli.common import (
     POSITIVE_INT,
     STDOUT_HELP,
     finish_outputs,
+    progress_context,
     run_record,
     stdout_for_results,
     write_json_result,
@@ -147,6 +148,9 @@ def add_parser(subparsers):
                      help="replicated data sets for the posterior predictive checks (default 100)")
     out.add_argument("--overwrite", action="store_true", help="replace output files that "
                      "already exist (an output that is the input file is refused even then)")
+    out.add_argument("--quiet", action="store_true", help="no progress and status lines (the "
+                     "progress of long fits is shown on the standard error only when it is a "
+                     "terminal); errors and warnings are still printed")
     p.set_defaults(func=run_rankings)
     return p
 
@@ -317,7 +321,7 @@ def _thin(post, max_draws, seed):
 
 def run_rankings(args):
     """Entry point of ``pm-perm preferences``; returns the exit status (module docstring)."""
-    with stdout_for_results(args.json):
+    with stdout_for_results(args.json), progress_context(getattr(args, "quiet", False)):
         return _run_rankings(args)
 
 

@@ -26,14 +26,18 @@ def negative_hessian(grad, x, *, rel_step=1e-4):
     ndarray, shape (n, n)
         Cost: ``2 n`` gradient evaluations.
     """
+    from pm_perm._progress import Progress
+
     x = np.asarray(x, dtype=np.float64)
     n = x.size
     H = np.empty((n, n))
-    for k in range(n):
-        h = rel_step * max(1.0, abs(x[k]))
-        step = np.zeros(n)
-        step[k] = h
-        H[k] = -(np.asarray(grad(x + step)) - np.asarray(grad(x - step))) / (2 * h)
+    with Progress("Laplace Hessian (coordinates)", total=n) as progress:
+        for k in range(n):
+            h = rel_step * max(1.0, abs(x[k]))
+            step = np.zeros(n)
+            step[k] = h
+            H[k] = -(np.asarray(grad(x + step)) - np.asarray(grad(x - step))) / (2 * h)
+            progress.update(k + 1)
     return (H + H.T) / 2
 
 

@@ -27,6 +27,7 @@ import pymc as pm
 from scipy.optimize import minimize
 
 from pm_perm._modes import PYTHON_MODE
+from pm_perm._progress import Progress
 from pm_perm.inference.checks import MapFitError, check_lbfgs_memory, check_optimum
 from pm_perm.ops.latent import MAP_MESSAGE, LatentPermutationError
 
@@ -223,9 +224,12 @@ class CompiledMAP:
         else:
             x0 = self.x
         t0 = time.perf_counter()
-        res = minimize(self.value_and_grad, x0.copy(), jac=True, method="L-BFGS-B",
-                       options={"maxiter": self.maxiter if maxiter is None else int(maxiter),
-                                **self.options})
+        with Progress("MAP (L-BFGS-B)") as progress:
+            res = minimize(self.value_and_grad, x0.copy(), jac=True, method="L-BFGS-B",
+                           options={"maxiter": self.maxiter if maxiter is None else int(maxiter),
+                                    **self.options},
+                           callback=_progress_callback(progress, self) if progress.active
+                           else None)
         if not (np.isfinite(res.fun) and np.all(np.isfinite(res.x))):
             res.success = False
             res.message = (f"the log posterior at the optimum is {-float(res.fun) * self._scale} "
@@ -311,6 +315,31 @@ def map_path(model, sigmas, score=None, *, var="theta", maxiter=50_000, start=No
             best = (value, sigma, np.array(theta, dtype=np.float64))
     engine.set_data(prior_sigma=best[1])
     return best[1], best[2], scores, results
+
+
+#: scipy's default relative-reduction tolerance of L-BFGS-B (factr 1e7 times the machine epsilon)
+_LBFGSB_FTOL = 1e7 * np.finfo(float).eps
+
+
+def _progress_callback(progress, engine):
+    """L-BFGS-B's per-iteration callback: the iteration, ``-log p`` and its last relative
+    reduction next to the tolerance that stops the fit (``ftol``), on the progress line. The
+    number of iterations left is not known in advance, so no time left is estimated."""
+    state = {"nit": 0, "prev": None}
+    ftol = engine.options.get("ftol", _LBFGSB_FTOL)
+
+    def callback(intermediate_result):
+        f = float(intermediate_result.fun)
+        state["nit"] += 1
+        change = ""
+        if state["prev"] is not None:
+            rel = (state["prev"] - f) / max(abs(state["prev"]), abs(f), 1.0)
+            change = f", reduction {rel:.1e} (stops below {ftol:.1e})"
+        state["prev"] = f
+        progress.update(f"iteration {state['nit']}",
+                        f"-log p {f * engine._scale:.8g}{change}")
+
+    return callback
 
 
 def _grad_raveled(cost, wrt):

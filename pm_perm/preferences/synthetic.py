@@ -17,8 +17,8 @@ import numpy as np
 from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.kernels.plackett_luce import sample_plackett_luce
 
-__all__ = ["add_ties", "default_positions", "draw_ballots", "rank_one_logits",
-           "simulate_rankings"]
+__all__ = ["add_ties", "default_positions", "distinct_top_k_ballots", "draw_ballots",
+           "rank_one_logits", "simulate_rankings", "top_k_ballots"]
 
 
 def default_positions(M):
@@ -216,3 +216,153 @@ def add_ties(data, share, *, min_length=3, pair="random", rng=None):
         p = rng.integers(k[r] - 1) if p is None else p  # tie positions p and p + 1
         rows[r, rows[r] == p + 1] = p
     return RankingData.from_orders(rows, item_names=data.item_names)
+
+
+def _top_k_keys(utilities, k, n, rng):
+    """``n`` Gumbel top-``k`` ballots of ``utilities`` (M,), each as one int64 key: the items
+    first to last, ``item + 1`` as digits in base ``M + 1`` (shorter ballots end in zeros)."""
+    M = utilities.shape[0]
+    scores = utilities + rng.gumbel(size=(n, M))
+    top = np.argpartition(-scores, k - 1, axis=1)[:, :k] if k < M else np.tile(np.arange(M),
+                                                                                 (n, 1))
+    top = np.take_along_axis(top, np.argsort(-np.take_along_axis(scores, top, axis=1), axis=1),
+                             axis=1)
+    keys = np.zeros(n, dtype=np.int64)
+    for j in range(k):
+        keys = keys * (M + 1) + top[:, j] + 1
+    return keys
+
+
+def _keys_to_orders(keys, M, k):
+    """Rank form (n, M) of the keys of :func:`_top_k_keys` (``-1`` = not ranked)."""
+    orders = np.full((keys.shape[0], M), -1, dtype=np.int64)
+    rows = np.arange(keys.shape[0])
+    keys = keys.copy()
+    for j in range(k - 1, -1, -1):
+        digit = keys % (M + 1)
+        keys //= M + 1
+        ranked = digit > 0
+        orders[rows[ranked], digit[ranked] - 1] = j
+    return orders
+
+
+def _check_top_k(n_items, k):
+    if isinstance(k, bool) or int(k) != k or not 1 <= k <= n_items:
+        raise ValueError(f"k must be an integer in [1, n_items={n_items}] (ballot length); got "
+                         f"{k!r}")
+    if (n_items + 1) ** k >= 2**62:
+        raise ValueError(f"(n_items + 1)^k = {n_items + 1}^{k} does not fit the int64 keys of "
+                         "the generator; use a smaller k")
+    return int(k)
+
+
+def top_k_ballots(n_ballots, n_items, k, *, lengths=None, rng=None, chunk=250_000):
+    """``n_ballots`` Plackett-Luce top-``k`` ballots over ``n_items`` items, aggregated into
+    distinct orders with counts, without ever holding one row per ballot.
+
+    Utilities ``u ~ N(0, 1)`` (one draw per call); each ballot ranks the ``k`` items of largest
+    ``u_i + g_i`` (``g`` standard Gumbel: exactly a Plackett-Luce top-``k`` draw), first to
+    last; with ``lengths`` it is cut after ``lengths``-distributed many items. Ballots are drawn
+    in chunks of ``chunk`` and aggregated as int64 keys, so memory is O(distinct orders x M)
+    plus O(chunk x M): the national-election case (10^7 ballots over 50 candidates,
+    ``benchmarks/bench_many_ballots.py``) takes seconds per million ballots.
+
+    Parameters
+    ----------
+    n_ballots : int
+    n_items : int
+    k : int
+        The longest ballot (``1 <= k <= n_items``, ``(n_items + 1)^k < 2^62``).
+    lengths : array_like of float, shape (k + 1,), optional
+        ``lengths[j]`` = probability that a ballot ranks ``j`` items (normalised; default: all
+        ballots rank ``k``).
+    rng : int or numpy.random.Generator, optional
+    chunk : int
+        Ballots drawn at a time.
+
+    Returns
+    -------
+    data : RankingData
+        Distinct orders in increasing key order (by first item, then second, ...), kind
+        ``"soi"`` (``"soc"`` when ``k = n_items`` and every ballot is complete).
+    utilities : ndarray, shape (n_items,)
+        The utilities the ballots were drawn from.
+
+    Examples
+    --------
+    >>> data, u = top_k_ballots(1000, 6, 3, rng=0)
+    >>> int(data.n_rankings), data.max_ranked
+    (1000, 3)
+    """
+    from pm_perm.preferences.data import RankingData
+
+    rng = np.random.default_rng(rng)
+    k = _check_top_k(n_items, k)
+    if isinstance(n_ballots, bool) or int(n_ballots) != n_ballots or n_ballots < 1:
+        raise ValueError(f"n_ballots must be a positive integer; got {n_ballots!r}")
+    probs = None if lengths is None else _check_probs(lengths, k + 1, "lengths")
+    u = rng.standard_normal(n_items)
+    parts = []
+    for a in range(0, int(n_ballots), int(chunk)):
+        b = min(int(n_ballots), a + int(chunk))
+        new = _top_k_keys(u, k, b - a, rng)
+        if probs is not None:
+            cut = k - rng.choice(k + 1, size=b - a, p=probs)  # digits to drop from the end
+            new = new // (n_items + 1) ** cut * (n_items + 1) ** cut
+        parts.append(np.unique(new, return_counts=True))
+    keys, inv = np.unique(np.concatenate([p[0] for p in parts]), return_inverse=True)
+    counts = np.zeros(keys.size, dtype=np.int64)
+    np.add.at(counts, inv, np.concatenate([p[1] for p in parts]))
+    if keys[0] == 0:  # empty ballots (length 0) rank nothing: not data
+        keys, counts = keys[1:], counts[1:]
+    orders = _keys_to_orders(keys, n_items, k)  # distinct keys: distinct orders
+    kind = "soc" if k == n_items and (orders >= 0).all() else "soi"
+    return RankingData(orders, counts, tuple(f"item{i}" for i in range(n_items)), kind), u
+
+
+def distinct_top_k_ballots(n_distinct, n_items, k, *, rng=None):
+    """Plackett-Luce top-``k`` ballots (``u ~ N(0, 1)``, Gumbel top-``k``, as
+    :func:`top_k_ballots`) drawn one after another until ``n_distinct`` distinct orders have
+    appeared: the data are every ballot up to the first appearance of the ``n_distinct``-th
+    distinct order, aggregated (distinct orders in order of first appearance, with counts).
+
+    The 20-item case of ``benchmarks/bench_many_ballots.py`` (313,430 distinct top-5 ballots,
+    the size of issue 50's report). Raises ``ValueError`` if ``n_distinct`` exceeds the number
+    of possible orders.
+
+    Returns
+    -------
+    data : RankingData
+    utilities : ndarray, shape (n_items,)
+
+    Examples
+    --------
+    >>> data, u = distinct_top_k_ballots(200, 8, 3, rng=0)
+    >>> data.n_distinct, data.max_ranked
+    (200, 3)
+    """
+    from math import perm
+
+    from pm_perm.preferences.data import RankingData
+
+    rng = np.random.default_rng(rng)
+    k = _check_top_k(n_items, k)
+    if isinstance(n_distinct, bool) or int(n_distinct) != n_distinct or n_distinct < 1 \
+            or n_distinct > perm(n_items, k):
+        raise ValueError(f"n_distinct must be an integer in [1, {perm(n_items, k)}] (the "
+                         f"number of top-{k} orders of {n_items} items); got {n_distinct!r}")
+    u = rng.standard_normal(n_items)
+    keys = np.zeros(0, dtype=np.int64)
+    batch = 2 * int(n_distinct)
+    while True:
+        keys = np.concatenate([keys, _top_k_keys(u, k, batch, rng)])
+        uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+        if uniq.size >= n_distinct:
+            break
+        batch *= 2
+    by_first = np.argsort(first)
+    last = first[by_first[n_distinct - 1]]  # the ballot where the n_distinct-th order appears
+    counts = np.bincount(inv[:last + 1], minlength=uniq.size)[by_first[:n_distinct]]
+    data = RankingData(_keys_to_orders(uniq[by_first[:n_distinct]], n_items, k), counts,
+                       tuple(f"item{i}" for i in range(n_items)), "soc" if k == n_items else "soi")
+    return data, u

@@ -1,0 +1,171 @@
+"""Ranking models on many ballots (issue 50, items 2 and 3): the cost of one log-likelihood +
+gradient and of a MAP fit, for Plackett-Luce and the full item x position model, on generated
+data of the sizes users hold.
+
+Run::
+
+    OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_many_ballots.py \\
+        [twenty] [type2] [millions]
+
+``twenty`` (default): 313,430 distinct top-5 ballots over 20 items
+(:func:`~pm_perm.preferences.synthetic.distinct_top_k_ballots`, seed 0: utilities N(0, 1),
+Gumbel top-5, ballots drawn until 313,430 distinct orders appeared). For Plackett-Luce and for
+the full model at a fixed ``tau`` (``full_model(data, tau=...)``): the model's build, the
+construction of its :class:`~pm_perm.inference.CompiledMAP` (graph rewrites), the first
+evaluation (numba kernels from the disk cache), the median time of one ``-log p`` + gradient,
+and one MAP fit (``fit_map``) with its iterations.
+
+``type2``: the full model's MAP as ``pm-perm preferences --model full --fit map`` runs it
+(:func:`~pm_perm.preferences.fitting.fit_map_type2`: a MAP fit and a Laplace Hessian, 2 x 380
+gradient evaluations, per deviation scale ``tau``), with the time of each fit and Hessian.
+
+``millions``: 10^7 top-k ballots over 50 candidates (:func:`~pm_perm.preferences.synthetic.
+top_k_ballots`, seed 0, lengths 1..10 with probabilities proportional to 0.6^(length - 1)), as
+distinct orders with counts: the generator's time, Plackett-Luce's build and MAP time, and the
+peak resident memory of the process (``resource.getrusage``) after each step. The top-k model
+(issue 50, item 1) is fitted too when ``pm_perm.preferences.models`` has ``top_k_model``
+(:data:`TOP_K_BUILDER`, the hook).
+
+Every model observes ONE ROW PER BALLOT (``expand_counts``, :mod:`pm_perm.ops.ballots`) but the
+MAP path never materialises those rows: the summed log-likelihood is rewritten to
+``sum(counts * log p)`` over the distinct orders. ``pm.sample``'s ``observed_data`` group does
+hold one row per ballot (N x M int64: 4 GB at 10^7 ballots over 50 items); the CLI and
+:func:`~pm_perm.preferences.fitting.fit_nuts` are not run here.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from pm_perm.inference import CompiledMAP  # noqa: E402
+from pm_perm.preferences import fitting, models  # noqa: E402
+from pm_perm.preferences.synthetic import distinct_top_k_ballots, top_k_ballots  # noqa: E402
+
+#: the builder of the top-k model in pm_perm.preferences.models, fitted in ``millions`` when it
+#: exists (issue 50, item 1)
+TOP_K_BUILDER = "top_k_model"
+#: the fixed deviation scale of the full model in ``twenty``
+TAU = 0.5
+
+
+def peak_gb():
+    """Peak resident memory of this process so far, GB (Linux reports kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+
+
+#: CPU seconds of this process (user + system) per step, next to the wall times: on a shared
+#: machine the wall time of a step depends on the other processes, its CPU time much less
+CPU = {}
+
+
+def timed(fn, *args, **kwargs):
+    """``(fn(...), wall seconds)``; the step's CPU seconds in ``CPU[fn.__name__]``."""
+    t, c = time.perf_counter(), time.process_time()
+    out = fn(*args, **kwargs)
+    CPU[getattr(fn, "__name__", "?")] = time.process_time() - c
+    return out, time.perf_counter() - t
+
+
+def cpu_timed(fn, *args, **kwargs):
+    """``(fn(...), CPU seconds of this process)``."""
+    c = time.process_time()
+    out = fn(*args, **kwargs)
+    return out, time.process_time() - c
+
+
+def eval_cost(rm, repeats=7):
+    """``(construction, first evaluation, median per -log p + gradient: CPU seconds, engine)``."""
+    engine, t_build = cpu_timed(CompiledMAP, rm.model)
+    x = engine.x
+    _, t_first = cpu_timed(engine.value_and_grad, x)
+    rng = np.random.default_rng(0)
+    times = [cpu_timed(engine.value_and_grad, x + 0.1 * rng.standard_normal(x.size))[1]
+             for _ in range(repeats)]
+    return t_build, t_first, float(np.median(times)), engine
+
+
+def twenty():
+    (data, _), _ = timed(distinct_top_k_ballots, 313_430, 20, 5, rng=0)
+    print(f"## 20 items: {data.n_distinct} distinct top-5 orders, {data.n_rankings} ballots "
+          f"(generated in {CPU['distinct_top_k_ballots']:.1f} CPU s)")
+    print("CPU seconds of the process (wall seconds of the fit in brackets)")
+    print("| model | build | CompiledMAP | first eval | -log p + grad (ms) | MAP fit "
+          "(iterations) |")
+    print("|---|---|---|---|---|---|")
+    for name, build in (("Plackett-Luce", lambda: models.plackett_luce_model(data)),
+                        (f"full (tau = {TAU})", lambda: models.full_model(data, tau=TAU))):
+        rm, _ = timed(build)
+        t_model = CPU["<lambda>"]
+        t_engine, t_first, t_eval, _ = eval_cost(rm)
+        point, t_fit = timed(fitting.fit_map, rm)
+        print(f"| {name} | {t_model:.2f} | {t_engine:.2f} | {t_first:.2f} | {1e3 * t_eval:.0f} | "
+              f"{CPU['fit_map']:.1f} [{t_fit:.1f}] ({point['_optimizer']['n_iterations']}) |",
+              flush=True)
+    print(f"peak memory {peak_gb():.2f} GB")
+
+
+def type2():
+    import pm_perm.inference.laplace as laplace
+    from pm_perm.inference import map as map_module
+
+    data, _ = distinct_top_k_ballots(313_430, 20, 5, rng=0)
+    rm = models.full_model(data, tau=0.0)
+    fit, hessian = map_module.CompiledMAP.fit, laplace.negative_hessian
+
+    def fit_logged(self, *a, **k):
+        out, t = timed(fit, self, *a, **k)
+        print(f"  MAP fit: {out['_info']['iterations']} iterations, {CPU['fit']:.1f} CPU s "
+              f"({t:.1f} s wall)", flush=True)
+        return out
+
+    def hessian_logged(grad, x, **k):
+        H, t = timed(hessian, grad, x, **k)
+        print(f"  Hessian over {x.size} coordinates ({2 * x.size} gradients): "
+              f"{CPU['negative_hessian']:.1f} CPU s ({t:.1f} s wall)", flush=True)
+        return H
+
+    map_module.CompiledMAP.fit, laplace.negative_hessian = fit_logged, hessian_logged
+    point, t = timed(fitting.fit_map_type2, rm)
+    opt = point["_optimizer"]
+    print(f"## full model, type-II MAP (the CLI's): {CPU['fit_map_type2']:.1f} CPU s ({t:.1f} s "
+          f"wall); tau = {opt['tau']}; evidence "
+          + ", ".join(f"{k:g}: {v:.1f}" for k, v in opt["log_evidence"].items()))
+
+
+def millions():
+    print(f"## 10^7 ballots over 50 candidates (peak memory after imports {peak_gb():.2f} GB)")
+    lengths = np.r_[0.0, 0.6 ** np.arange(10)]
+    (data, _), t_gen = timed(top_k_ballots, 10_000_000, 50, 10, lengths=lengths, rng=0)
+    print(f"generated {data.n_rankings} ballots, {data.n_distinct} distinct orders, in "
+          f"{CPU['top_k_ballots']:.0f} CPU s ({t_gen:.0f} s wall); peak memory "
+          f"{peak_gb():.2f} GB", flush=True)
+    builders = [("Plackett-Luce", models.plackett_luce_model)]
+    if hasattr(models, TOP_K_BUILDER):
+        builders.append(("top-k", getattr(models, TOP_K_BUILDER)))
+    else:
+        print(f"(no models.{TOP_K_BUILDER} yet: the top-k model is not run)")
+    print("CPU seconds of the process (wall seconds of the fit in brackets)")
+    print("| model | build | CompiledMAP | -log p + grad | MAP fit (iterations) | "
+          "peak memory GB |")
+    print("|---|---|---|---|---|---|")
+    for name, build in builders:
+        rm, t_model = cpu_timed(build, data)
+        t_engine, _, t_eval, _ = eval_cost(rm, repeats=3)
+        point, t_fit = timed(fitting.fit_map, rm)
+        print(f"| {name} | {t_model:.1f} | {t_engine:.1f} | {t_eval:.2f} | "
+              f"{CPU['fit_map']:.0f} [{t_fit:.0f}] ({point['_optimizer']['n_iterations']}) | "
+              f"{peak_gb():.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    parts = sys.argv[1:] or ["twenty"]
+    for part in parts:
+        {"twenty": twenty, "type2": type2, "millions": millions}[part]()
