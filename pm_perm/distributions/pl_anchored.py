@@ -240,8 +240,11 @@ class PLAnchoredRanking(pm.Discrete):
     Notes
     -----
     One subset table per ``(u, D)``: logp and gradient cost O(M 2^M) plus O(M^2) per distinct
-    order. Draws: one table of ``log h`` per ``(u, D)`` and O(M^2) per draw; the compiled
-    (numba) draws build the table per drawn row, O(M 2^M) each.
+    order. Draws: one table of ``log h`` per distinct ``(u, D)`` and O(M^2) per draw in the
+    NumPy draws (``rng_fn``); the compiled (numba) draws build the table for EVERY drawn row,
+    O(M 2^M) each (at M = 14, about 1.2 ms per draw against 7 microseconds: for many ballots
+    of many items, compile the posterior predictive with
+    ``compile_kwargs={"mode": "FAST_COMPILE"}``).
 
     Examples
     --------

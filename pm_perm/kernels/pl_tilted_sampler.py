@@ -12,7 +12,8 @@ which sums to 1 over ``i in S`` by the recursion, and whose product over the pos
 ``p(pi | u, D)`` (``h(all items) = Z``). The table is kept in LOG space (``log h`` and
 ``log sigma`` by log-sum-exp), so no set underflows whatever the scale of ``u`` and ``D``.
 
-Cost: O(M 2^M) for the table (2^M float64 twice) once per ``(u, D)``, then O(M^2) per draw.
+Cost: O(M 2^M) for the table (2^M float64 twice) once per distinct ``(u, D)``, then O(M^2)
+per draw.
 Size limit: as the likelihood (:func:`pm_perm.kernels.partial_orders.check_partial_order_size`).
 """
 
@@ -200,6 +201,10 @@ def sample_pl_tilted(u, D, size=None, rng=None):
     uf = c_array(np.broadcast_to(u, (*batch, M))).reshape(-1, M)
     Df = c_array(np.broadcast_to(D, (*batch, M, M))).reshape(-1, M, M)
     index = index.ravel()
+    if uf.shape[0] > 1:  # equal parameter rows (e.g. broadcast ones) share one table
+        rows = np.concatenate([uf, Df.reshape(-1, M * M)], axis=1)
+        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        uf, Df, index = uf[first], Df[first], inverse.ravel()[index]
     order = np.argsort(index, kind="stable")
     out = np.empty((index.size, M), dtype=np.int64)
     drawn = np.empty_like(out)

@@ -76,3 +76,15 @@ def test_bad_input_is_refused():
     logh = np.empty(4)
     assert pl_tilted_log_table(np.array([0.0, np.inf]), np.zeros((2, 2)), logh, logh) == 1
     assert pl_tilted_log_table(np.zeros(2), np.zeros((3, 3)), logh, logh) == 2
+
+
+def test_equal_parameter_rows_share_a_table_and_keep_their_draws():
+    """Broadcast (equal) rows are sampled from one table: the same draws as one row with the
+    full size (same stream), and distinct rows stay distinct."""
+    u, D = np.array([1.0, 0.0, -1.0]), np.eye(3)
+    one = sample_pl_tilted(u, D, size=(6,), rng=5)
+    many = sample_pl_tilted(np.broadcast_to(u, (6, 3)), D, rng=5)
+    np.testing.assert_array_equal(one, many)
+    mixed = sample_pl_tilted(np.array([[30.0, 0, -30], [-30.0, 0, 30], [30.0, 0, -30]]), D,
+                             rng=6)
+    np.testing.assert_array_equal(mixed, [[0, 1, 2], [2, 1, 0], [0, 1, 2]])
