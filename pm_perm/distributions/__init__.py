@@ -10,6 +10,7 @@ from pm_perm.distributions.pairwise import BradleyTerry
 from pm_perm.distributions.partial_order import PartialOrder
 from pm_perm.distributions.partial_ranking import PartialRanking
 from pm_perm.distributions.permutation import PermutationExpFamily, edge_logits
+from pm_perm.distributions.pl_anchored import PLAnchoredRanking
 from pm_perm.distributions.plackett_luce import PlackettLuce
 from pm_perm.distributions.top_k import TopKRanking
 from pm_perm.inference import step_methods as _step_methods  # noqa: F401  (registers the step method)
@@ -20,6 +21,7 @@ __all__ = [
     "Mallows",
     "NChooseK",
     "OrdinalNChooseK",
+    "PLAnchoredRanking",
     "PartialOrder",
     "PartialRanking",
     "PermutationExpFamily",

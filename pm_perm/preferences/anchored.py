@@ -14,17 +14,19 @@ support. The model of :func:`~pm_perm.preferences.models.full_model` shrinks tow
 
 Scope (experimental): one component, complete and top-k ballots (a tie block only at the end of
 a ballot), MAP fits (:func:`~pm_perm.preferences.fitting.fit_map`, ``fit_map_type2``). The
-ballots enter as a ``pm.Potential`` of ``sum_n counts_n log p(order_n)`` (and the ballot
-lengths as a multinomial of ``length_probs``): ``pm.compute_log_likelihood``, the posterior
-predictive and the functions of :mod:`pm_perm.preferences.posterior` do not cover it; use
-:func:`heldout_loglik` for held-out scores.
+ballots are an observed :class:`~pm_perm.distributions.PLAnchoredRanking` ``"ballots"`` with
+``weights=counts`` and ``length_probs``, as the one-component models of
+:mod:`~pm_perm.preferences.models`: ``pm.compute_log_likelihood`` has one row per BALLOT (so
+``az.loo`` / ``az.compare`` are per ballot), and ``pm.sample_posterior_predictive`` draws one
+ballot per observed ballot with its pattern (length, tied last block). The functions of
+:mod:`pm_perm.preferences.posterior` do not take this family; use :func:`heldout_loglik` for
+held-out scores.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 
 from pm_perm.kernels.pl_tilted import check_no_middle_ties, pl_tilted_loglik
 from pm_perm.preferences.models import (
@@ -63,7 +65,8 @@ def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0):
     -------
     RankingModel
         ``family`` :data:`FAMILY`; free variables ``u_raw``, ``delta_raw``, ``length_probs``;
-        deterministics ``u`` (1, M) and ``D`` (1, M, M).
+        deterministics ``u`` (1, M) and ``D`` (1, M, M); the observed ``"ballots"`` (one row per
+        ballot, dims ``("ballot", "item")``).
 
     Raises
     ------
@@ -81,7 +84,7 @@ def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0):
     >>> heldout_loglik(point, data.orders).shape == (data.n_distinct,)
     True
     """
-    from pm_perm.ops.pl_tilted import pl_tilted_loglik_sum
+    from pm_perm.distributions import PLAnchoredRanking
 
     prior_sigma = _check_scale("prior_sigma", prior_sigma)
     tau = _check_fixed_tau(tau)
@@ -97,10 +100,11 @@ def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0):
                              dims=("component", "item", "position"))
         orders = pm.Data("orders", data.orders, dims=("order", "item"))
         counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
-        pm.Potential("ballots", pl_tilted_loglik_sum(u[0], D[0], orders, counts))
         length_probs = pm.Dirichlet("length_probs", a=np.ones(M + 1), dims="length")
-        lengths = np.bincount(data.ranked_lengths(), weights=data.counts, minlength=M + 1)
-        pm.Potential("ballot_lengths", pt.dot(lengths.astype(np.float64), pt.log(length_probs)))
+        # one row per BALLOT (pm_perm.distributions._ballots): per-ballot pointwise
+        # log-likelihoods and posterior predictive draws; the summed logp costs per order
+        PLAnchoredRanking("ballots", u[0], D[0], weights=counts, length_probs=length_probs,
+                          observed=orders, dims=("ballot", "item"))
     return RankingModel(model, FAMILY, 1, data)
 
 

@@ -1,9 +1,15 @@
 """The Plackett-Luce-anchored full model (issue 53, finding 8, variant V3): tau = 0 is
 Plackett-Luce, the evidence chooses the deviation scale, bad input is refused by name."""
 
-import numpy as np
-import pytest
+import warnings
 
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+from pm_perm._modes import PYTHON_MODE
+from pm_perm.kernels.pl_tilted import pl_tilted_loglik
 from pm_perm.kernels.plackett_luce import plackett_luce_loglik
 from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
@@ -53,3 +59,58 @@ def test_the_model_is_marked_and_refuses_bad_input():
         pl_anchored_model(tied)
     with pytest.raises(ValueError, match="point has no 'D'; pass a fit of pl_anchored_model"):
         heldout_loglik({"u": np.zeros((1, 3))}, data.orders)
+
+
+def _prior_as_posterior(rm, draws=4):
+    """Prior draws of the free variables, put where PyMC reads posterior draws (no fit: the test
+    is of what PyMC computes from the draws)."""
+    names = [*(v.name for v in rm.model.free_RVs), "u", "D"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        prior = pm.sample_prior_predictive(draws=draws, model=rm.model, random_seed=4,
+                                           var_names=names,
+                                           compile_kwargs={"mode": PYTHON_MODE})
+    return xr.DataTree.from_dict({"posterior": prior["prior"].to_dataset()})
+
+
+def test_ballots_are_observed_with_one_pointwise_row_per_ballot():
+    """No Potential: pm.compute_log_likelihood has one row per BALLOT, equal to the kernel's
+    log p(order) + log length_probs[k] of its order; the summed logp is counts times it."""
+    data = simulate_rankings(12, utilities=[1.0, 0.4, -0.3, -1.1], length_probs=[0, 0, .4, 0, .6],
+                             rng=5)
+    assert (data.counts > 1).any()  # repeated orders: rows per ballot differ from per order
+    rm = pl_anchored_model(data, tau=0.7)
+    assert not rm.model.potentials
+    post = _prior_as_posterior(rm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        dt = pm.compute_log_likelihood(post.copy(), model=rm.model, progressbar=False,
+                                       compile_kwargs={"mode": PYTHON_MODE})
+    ll = dt["log_likelihood"]["ballots"]
+    n_ballots = int(data.counts.sum())
+    assert ll.shape == (1, 4, n_ballots) and ll.dims[-1] == "ballot"
+    p = post["posterior"]
+    k = data.ranked_lengths()
+    for s in range(4):
+        u, D = p["u"].values[0, s, 0], p["D"].values[0, s, 0]
+        assert np.abs(D).max() > 0.01  # tau > 0: a real tilt
+        per_order = pl_tilted_loglik(u, D, data.orders) \
+            + np.log(p["length_probs"].values[0, s][k])
+        np.testing.assert_allclose(ll.values[0, s], np.repeat(per_order, data.counts),
+                                   rtol=1e-10)
+
+
+def test_posterior_predictive_draws_ballots_with_their_pattern():
+    data = simulate_rankings(10, utilities=[1.0, 0.4, -0.3, -1.1],
+                             length_probs=[0, 0, .4, 0, .6], rng=6)
+    rm = pl_anchored_model(data, tau=0.7)
+    pp = pm.sample_posterior_predictive(_prior_as_posterior(rm, 3), model=rm.model,
+                                        progressbar=False, random_seed=7,
+                                        compile_kwargs={"mode": PYTHON_MODE})
+    y = pp["posterior_predictive"]["ballots"].values
+    expanded = np.repeat(data.orders, data.counts, axis=0)
+    assert y.shape == (1, 3, len(expanded), data.n_items)
+    # each replicated ballot ranks as many items as its observed ballot (its pattern)
+    np.testing.assert_array_equal(np.sort(y, axis=-1),
+                                  np.broadcast_to(np.sort(expanded, axis=-1), y.shape))
+    assert not (y == expanded).all()  # drawn, not copied

@@ -36,6 +36,7 @@ from pm_perm.distributions.permutation import (
     PermutationExpFamilyGlynnRV,
     PermutationExpFamilyRV,
 )
+from pm_perm.distributions.pl_anchored import PLAnchoredRankingRV
 from pm_perm.distributions.plackett_luce import PlackettLuceRV
 from pm_perm.distributions.top_k import TopKRankingRV
 from pm_perm.ops import ballots as ballots_ops
@@ -224,5 +225,5 @@ random.register((
     BradleyTerryRV, PartialOrderRV, PartialOrderExpFamilyRV,
     ConditionalBernoulliRV, MallowsRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
     PermutationExpFamilyRV, PermutationExpFamilyBetheRV, PermutationExpFamilyGlynnRV,
-    PlackettLuceRV, TopKRankingRV,
+    PLAnchoredRankingRV, PlackettLuceRV, TopKRankingRV,
 ))
