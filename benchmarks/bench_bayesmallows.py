@@ -39,7 +39,7 @@ import pymc as pm
 
 import pm_perm
 from pm_perm.preferences import read_rank_matrix
-from pm_perm.preferences.consensus import cp_consensus
+from pm_perm.preferences.consensus import cp_consensus, heat_matrix
 
 RATE = 0.001  # BayesMallows' default prior on alpha: Exponential(rate 0.001)
 DATA = Path("../shared/data/bayesmallows")
@@ -152,6 +152,7 @@ def main():
         idata, wall = run_pm_perm(R, args.draws, args.tune, args.seed)
         bm = alpha_summary(bm_alpha[None], bm_wall)
         pp = alpha_summary(idata.posterior["alpha"].values, wall)
+        sampling = float(idata.posterior.attrs["sampling_time"])
         r_hat = float(az.rhat(idata, var_names=["alpha"])["alpha"])
         r_hat_rho = float(az.rhat(idata, var_names=["rho"])["rho"].max())
         cp_bm = cp_consensus(bm_rho).ranking
@@ -163,6 +164,8 @@ def main():
             print(f"{label:13s} alpha mean {s['mean']:.3f} +- {s['mcse_mean']:.3f}, sd "
                   f"{s['sd']:.3f} +- {s['mcse_sd']:.3f}, ESS {s['ess']:.0f}, wall "
                   f"{s['wall_s']:.1f} s, ESS/s {s['ess_per_s']:.1f}")
+        print(f"pm_perm without compilation and set-up: {sampling:.1f} s, ESS/s "
+              f"{pp['ess'] / sampling:.1f}")
         print(f"z (pm_perm - BayesMallows): mean {z_mean:+.2f}, sd {z_sd:+.2f}; pm_perm r_hat "
               f"alpha {r_hat:.4f}, max over rho's ranks {r_hat_rho:.4f}")
         print(f"CP consensus (1-based ranks of P1..P{len(names)}):")
@@ -173,6 +176,11 @@ def main():
               f"{footrule(cp_pp, truth)}; same as BayesMallows: "
               f"{bool(np.array_equal(cp_bm, cp_pp))} (footrule between them "
               f"{footrule(cp_bm, cp_pp)})")
+        cum_bm, cum_pp = (np.cumsum(heat_matrix(x), axis=1) for x in (bm_rho, idata))
+        for item in np.flatnonzero(cp_bm != cp_pp):
+            r = min(cp_bm[item], cp_pp[item])
+            print(f"  {names[item]}: P(rank <= {r + 1}) BayesMallows {cum_bm[item, r]:.3f}, "
+                  f"pm_perm {cum_pp[item, r]:.3f}")
         met = (abs(z_mean) < 2 and abs(z_sd) < 2 and np.array_equal(cp_bm, cp_pp)
                and pp["ess_per_s"] >= bm["ess_per_s"] and r_hat <= 1.01)
         print(f"goal (|z| < 2, same CP consensus, ESS/s >= BayesMallows', r_hat <= 1.01): "
