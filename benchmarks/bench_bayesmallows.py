@@ -38,6 +38,7 @@ import numpy as np
 import pymc as pm
 
 import pm_perm
+from pm_perm._io import write_text
 from pm_perm.preferences import read_rank_matrix
 from pm_perm.preferences.consensus import cp_consensus, heat_matrix
 
@@ -82,7 +83,7 @@ def run_bayesmallows(path, names, nmc, burnin, seed):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         script = tmp / "bm.R"
-        script.write_text(R_SCRIPT)
+        write_text(script, R_SCRIPT)
         outs = [tmp / f"{k}.csv" for k in ("alpha", "rho", "cp")]
         proc = subprocess.run(["Rscript", str(script), str(path), str(nmc), str(seed),
                                str(burnin), *map(str, outs)],
