@@ -27,14 +27,8 @@ import numpy as np
 import pytensor.tensor as pt
 from numba import types
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
-from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import node_rewriter
-from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch import basic as numba_basic
-from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import (
@@ -47,7 +41,7 @@ from pm_perm.ops._blockwise import (
     register_core_ops,
     register_value_only_rewrite,
 )
-from pm_perm.ops._ranking import RankingKernelOp
+from pm_perm.ops._ranking import RankingKernelOp, register_fuse_rewrite, register_ranking_numba
 from pm_perm.ops._shapes import check_static_square
 from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
@@ -270,69 +264,9 @@ def _kernel_numba(max_m, weights_name):
     return run
 
 
-# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
-# (``handles_out``, see pm_perm.ops.extern); called outside a Blockwise they allocate.
-
-
-@register_funcify_default_op_cache_key(PartialOrderLoglik)
-def _numba_partial_order_loglik(op, node, **kwargs):
-    run = _kernel_numba(op.max_m, "counts")
-
-    @numba_basic.numba_njit
-    def partial_order_loglik_numba(W, orders, out=None):
-        n = orders.shape[0]
-        if out is None:
-            out = np.empty(n)
-        run(W, orders, np.zeros(n), out, np.empty((0, 0)), 0)
-        return out
-
-    partial_order_loglik_numba.handles_out = True
-    return partial_order_loglik_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(PartialOrderLoglikSumAndGrad)
-def _numba_partial_order_loglik_sum_and_grad(op, node, **kwargs):
-    run = _kernel_numba(op.max_m, "counts")
-
-    @numba_basic.numba_njit
-    def partial_order_loglik_sum_and_grad_numba(W, orders, weights, out_v=None, out_g=None):
-        if out_v is None:
-            out_v, out_g = np.empty(()), np.empty(W.shape)
-        out_v[()] = run(W, orders, weights, np.empty(orders.shape[0]), out_g, 1)
-        return out_v, out_g
-
-    partial_order_loglik_sum_and_grad_numba.handles_out = True
-    return partial_order_loglik_sum_and_grad_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(PartialOrderLoglikSum)
-def _numba_partial_order_loglik_sum(op, node, **kwargs):
-    run = _kernel_numba(op.max_m, "counts")
-
-    @numba_basic.numba_njit
-    def partial_order_loglik_sum_numba(W, orders, weights, out=None):
-        if out is None:
-            out = np.empty(())
-        out[()] = run(W, orders, weights, np.empty(orders.shape[0]), np.empty((0, 0)), 0)
-        return out
-
-    partial_order_loglik_sum_numba.handles_out = True
-    return partial_order_loglik_sum_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(PartialOrderLoglikAndGrad)
-def _numba_partial_order_loglik_and_grad(op, node, **kwargs):
-    run = _kernel_numba(op.max_m, "weights")
-
-    @numba_basic.numba_njit
-    def partial_order_loglik_and_grad_numba(W, orders, weights, out_v=None, out_g=None):
-        if out_v is None:
-            out_v, out_g = np.empty(orders.shape[0]), np.empty(W.shape)
-        run(W, orders, weights, out_v, out_g, 1)
-        return out_v, out_g
-
-    partial_order_loglik_and_grad_numba.handles_out = True
-    return partial_order_loglik_and_grad_numba, _VERSION
+_OPS = (PartialOrderLoglik, PartialOrderLoglikSumAndGrad, PartialOrderLoglikSum,
+        PartialOrderLoglikAndGrad)
+register_ranking_numba(_OPS, _kernel_numba, "max_m", _VERSION)
 
 
 # ----------------------------------------------------------------------------- graph rewrites
@@ -343,39 +277,13 @@ local_partial_order_sum_value_only = register_value_only_rewrite(
     lambda core: EmptyBatchBlockwise(PartialOrderLoglikSum(core.max_m)), "gradient")
 
 
-def _core_of(var, cls):
-    node = var.owner
-    if node is None or not isinstance(node.op, Blockwise):
-        return None
-    return node if isinstance(node.op.core_op, cls) else None
-
-
-@register_specialize
-@node_rewriter([Blockwise])
-def local_fuse_partial_order_loglik_and_grad(fgraph, node):
+local_fuse_partial_order_loglik_and_grad = register_fuse_rewrite(
+    "local_fuse_partial_order_loglik_and_grad", _OPS, "max_m",
     """One table instead of two for per-order values + a gradient weighted independently of
     them (``sum(weights * loglik)`` with data weights, as in ``PartialRanking``'s logp): replace
     ``PartialOrderLoglik(W, orders)`` and the gradient output of
     ``PartialOrderLoglikSumAndGrad(W, orders, g)`` by one ``PartialOrderLoglikAndGrad`` node.
-    Only for one (M, M) matrix and unbatched weights."""
-    if not isinstance(node.op.core_op, PartialOrderLoglikSumAndGrad):
-        return None
-    W, orders, g = node.inputs
-    if W.type.ndim != 2 or orders.type.ndim != 2 or g.type.ndim != 1:
-        return None
-    if fgraph.clients.get(node.outputs[0]):
-        return None  # the weighted sum itself is used: keep the two-output Op
-    for client, _ in fgraph.clients[W]:
-        loglik = client if isinstance(client, Apply) else None
-        if (loglik is None or _core_of(loglik.outputs[0], PartialOrderLoglik) is None
-                or loglik.inputs[0] is not W or loglik.inputs[1] is not orders):
-            continue
-        if loglik.outputs[0] in ancestors([g]):
-            continue  # the weights depend on the values: they must come first
-        fused = EmptyBatchBlockwise(PartialOrderLoglikAndGrad(node.op.core_op.max_m))
-        values, grad = fused(W, orders, g)
-        return {loglik.outputs[0]: values, node.outputs[1]: grad}
-    return None
+    Only for one (M, M) matrix and unbatched weights.""")
 
 
 # ----------------------------------------------------------------------------- public helpers
