@@ -13,7 +13,6 @@ import pymc as pm
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.blockwise import Blockwise
@@ -27,7 +26,11 @@ from pm_perm.distributions._patterns import (
     pattern_input,
     pattern_support_point,
 )
-from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
+from pm_perm.distributions._shapes import (
+    check_observed_orders,
+    observed_utility_rows,
+    refuse_empty,
+)
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
@@ -39,7 +42,6 @@ from pm_perm.kernels.pl_tilted_sampler import (
     sample_pl_tilted,
 )
 from pm_perm.kernels.plackett_luce import check_length_probs
-from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops.pl_tilted import PLTiltedLoglik, pl_tilted_loglik
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -166,22 +168,9 @@ def _numba_pl_anchored_ranking(op, node):
 
 def _check_observed(observed, M):
     """Reject malformed observed orders, and ballots tied before their end, at model build."""
-    if isinstance(observed, SharedVariable):
-        observed = observed.get_value(borrow=True)
-    if observed is None or isinstance(observed, pt.Variable):
+    rows = observed_utility_rows(observed, M)
+    if rows is None:
         return
-    arr = np.asarray(observed)
-    if arr.dtype == object:
-        return
-    if arr.ndim == 0:
-        raise ValueError("observed orders must have shape (..., M); got a scalar")
-    if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise ValueError("observed orders contain NaN; encode an unranked item as -1 (rank form)")
-    m = arr.shape[-1] if M is None else M
-    if arr.shape[-1] != m:
-        raise ValueError(f"observed orders have length {arr.shape[-1]} but there are {m} "
-                         "utilities")
-    rows = validate_orders(arr.reshape(-1, m), m, name="observed")
     bad = middle_tie_rows(rows)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -12,7 +12,6 @@ import pytensor.tensor as pt
 from numba import types
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
@@ -25,7 +24,11 @@ from pm_perm.distributions._patterns import (
     pattern_input,
     pattern_support_point,
 )
-from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
+from pm_perm.distributions._shapes import (
+    check_observed_orders,
+    observed_utility_rows,
+    refuse_empty,
+)
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
@@ -34,7 +37,6 @@ from pm_perm.kernels.plackett_luce import (
     make_plackett_luce_draw_kernel,
     sample_plackett_luce,
 )
-from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops import extern
 from pm_perm.ops.plackett_luce import plackett_luce_loglik
 
@@ -138,22 +140,7 @@ def _numba_plackett_luce(op, node):
 
 def _check_observed(observed, M):
     """Reject malformed observed orders at model build, naming the first bad row."""
-    if isinstance(observed, SharedVariable):
-        observed = observed.get_value(borrow=True)
-    if observed is None or isinstance(observed, pt.Variable):
-        return
-    arr = np.asarray(observed)
-    if arr.dtype == object:
-        return
-    if arr.ndim == 0:
-        raise ValueError("observed orders must have shape (..., M); got a scalar")
-    if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise ValueError("observed orders contain NaN; encode an unranked item as -1 (rank form)")
-    m = arr.shape[-1] if M is None else M
-    if arr.shape[-1] != m:
-        raise ValueError(f"observed orders have length {arr.shape[-1]} but there are {m} "
-                         "utilities")
-    validate_orders(arr.reshape(-1, m), m, name="observed")
+    observed_utility_rows(observed, M)
 
 
 class PlackettLuce(pm.Discrete):
