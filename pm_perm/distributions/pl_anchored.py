@@ -20,6 +20,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import select_last
 from pm_perm.distributions._patterns import (
+    ballot_length_numba,
     coarsen_draws,
     coarsen_numba,
     observed_pattern,
@@ -116,6 +117,7 @@ pl_anchored_ranking = PLAnchoredRankingRV()
 @numba_core_rv_funcify.register(PLAnchoredRankingRV)
 def _numba_pl_anchored_ranking(op, node):
     coarsen = coarsen_numba()
+    check_length, cut_length = ballot_length_numba("PLAnchoredRanking", "M")
     max_m = EXACT_MAX_M
 
     @numba_basic.numba_njit
@@ -128,15 +130,7 @@ def _numba_pl_anchored_ranking(op, node):
         if M > max_m:
             raise ValueError("PLAnchoredRanking: too many items for the exact sampler")
         L = length_probs.shape[0]
-        if L != 0 and L != M + 1:
-            raise ValueError("PLAnchoredRanking: length_probs must have M + 1 entries")
-        total = 0.0
-        for k in range(L):
-            if not length_probs[k] >= 0:
-                raise ValueError("PLAnchoredRanking: length_probs must be a simplex")
-            total += length_probs[k]
-        if L and abs(total - 1.0) >= 1e-6:
-            raise ValueError("PLAnchoredRanking: length_probs must be a simplex")
+        total = check_length(length_probs, M)
         u = np.ascontiguousarray(utilities)
         D = np.ascontiguousarray(deviations)
         logh, logsig = np.empty(1 << M), np.empty(1 << M)
@@ -151,15 +145,7 @@ def _numba_pl_anchored_ranking(op, node):
         if pattern.shape[0] != 0:  # the pattern wins over length_probs (checked all the same)
             return coarsen(y, pattern)
         if L:
-            x = rng.random() * total
-            k = 0
-            acc = length_probs[0]
-            while k < M and acc <= x:
-                k += 1
-                acc += length_probs[k]
-            for i in range(M):
-                if y[i] >= k:
-                    y[i] = -1
+            cut_length(rng, y, length_probs, total, M)
         return y
 
     core_draw.handles_out = True
