@@ -11,14 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
-from pm_perm.distributions._params import select_last
+from pm_perm.distributions._params import ballot_weights_inputs, weighted_ballot_logp
 from pm_perm.distributions._patterns import (
     ballot_length_numba,
     coarsen_draws,
@@ -275,18 +274,7 @@ class PLAnchoredRanking(pm.Discrete):
         if M is not None:
             check_partial_order_size(M)  # refuse at once, naming the alternatives
         u, D = pt.cast(u, "float64"), pt.cast(D, "float64")
-        if weights is None:
-            weights = pt.constant(1.0, dtype="float64")
-        else:
-            if not isinstance(weights, pt.Variable):
-                _check_weights_np(weights)
-            weights = pt.cast(pt.as_tensor_variable(weights), "float64")
-        if length_probs is None:
-            length_probs = pt.constant(np.zeros(0), dtype="float64")
-        else:
-            if not isinstance(length_probs, pt.Variable) and M is not None:
-                check_length_probs(length_probs, M)
-            length_probs = pt.cast(pt.as_tensor_variable(length_probs), "float64")
+        weights, length_probs = ballot_weights_inputs(weights, length_probs, M, _check_weights_np)
         pattern = pattern_input(pattern, M, _NAME)
         return super().dist([u, D, weights, length_probs, pattern], **kwargs)
 
@@ -324,16 +312,5 @@ class PLAnchoredRanking(pm.Discrete):
                              & pt.eq(weights, pt.round(weights))),
                       ~finite | pt.all(~pt.isnan(ll))]  # NaN with finite parameters: a tie
         msgs = [f"{_NAME}: no item to rank (M = 0)", _PARAMS_MSG, _WEIGHTS_MSG, TIE_MSG]
-        if length_probs.type.shape[-1] != 0:
-            k = pt.sum(pt.ge(value, 0), axis=-1)
-            ll = ll + pt.log(select_last(length_probs, k))
-            conditions.append(pt.eq(length_probs.shape[-1], M + 1)
-                              & pt.all(pt.ge(length_probs, 0))
-                              & pt.all(pt.le(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), 1e-6)))
-            msgs.append(_LENGTH_MSG)
-        if is_int is not None:  # a non-integer value is outside the support
-            ll = pt.switch(is_int, ll, -np.inf)
-        lp = pt.switch(pt.eq(weights, 0), 0.0, weights * ll)
-        for cond, msg in zip(conditions, msgs, strict=True):
-            lp = check_parameters(lp, cond, msg=msg)
-        return lp
+        return weighted_ballot_logp(ll, value, is_int, weights, length_probs, M, conditions,
+                                    msgs, _LENGTH_MSG)

@@ -10,13 +10,12 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from numba import types
-from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
-from pm_perm.distributions._params import select_last
+from pm_perm.distributions._params import ballot_weights_inputs, weighted_ballot_logp
 from pm_perm.distributions._patterns import (
     coarsen_draws,
     coarsen_numba,
@@ -245,19 +244,8 @@ class PlackettLuce(pm.Discrete):
             raise ValueError("utilities must have shape (..., M)")
         refuse_empty("PlackettLuce", "utilities", utilities, 1)
         utilities = pt.cast(utilities, "float64")
-        if weights is None:
-            weights = pt.constant(1.0, dtype="float64")
-        else:
-            if not isinstance(weights, pt.Variable):
-                _check_weights_np(weights)
-            weights = pt.cast(pt.as_tensor_variable(weights), "float64")
-        if length_probs is None:
-            length_probs = pt.constant(np.zeros(0), dtype="float64")
-        else:
-            M = utilities.type.shape[-1]
-            if not isinstance(length_probs, pt.Variable) and M is not None:
-                check_length_probs(length_probs, M)
-            length_probs = pt.cast(pt.as_tensor_variable(length_probs), "float64")
+        weights, length_probs = ballot_weights_inputs(weights, length_probs,
+                                                      utilities.type.shape[-1], _check_weights_np)
         pattern = pattern_input(pattern, utilities.type.shape[-1], "PlackettLuce")
         return super().dist([utilities, weights, length_probs, pattern], **kwargs)
 
@@ -294,16 +282,5 @@ class PlackettLuce(pm.Discrete):
                       pt.all(pt.isfinite(weights) & pt.ge(weights, 0)
                              & pt.eq(weights, pt.round(weights)))]
         msgs = [_NO_ITEM_MSG, "utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
-        if length_probs.type.shape[-1] != 0:
-            k = pt.sum(pt.ge(value, 0), axis=-1)
-            ll = ll + pt.log(select_last(length_probs, k))
-            conditions.append(pt.eq(length_probs.shape[-1], M + 1)
-                              & pt.all(pt.ge(length_probs, 0))
-                              & pt.all(pt.le(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), 1e-6)))
-            msgs.append(_LENGTH_MSG)
-        if is_int is not None:  # a non-integer value is outside the support
-            ll = pt.switch(is_int, ll, -np.inf)
-        lp = pt.switch(pt.eq(weights, 0), 0.0, weights * ll)
-        for cond, msg in zip(conditions, msgs, strict=True):
-            lp = check_parameters(lp, cond, msg=msg)
-        return lp
+        return weighted_ballot_logp(ll, value, is_int, weights, length_probs, M, conditions,
+                                    msgs, _LENGTH_MSG)
