@@ -25,7 +25,7 @@ from pm_perm.ops import extern
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = ["ballot_length_numba", "check_pattern_np", "coarsen_draws", "coarsen_numba",
-           "observed_pattern", "pattern_input", "pattern_support_point"]
+           "cut_draws", "observed_pattern", "pattern_input", "pattern_support_point"]
 
 _LENGTH_MSG = PATTERN_ERRORS[1]
 
@@ -125,6 +125,15 @@ def coarsen_numba():
         return extern.copy_back(y, yc)
 
     return coarsen
+
+
+def cut_draws(y, length_probs, n, rng):
+    """Rank-form draws ``y`` (*size, M) cut after ``k ~ length_probs`` ((..., n + 1), k <= n)
+    ranked items: positions ``>= k`` become unranked (-1). One uniform per draw from ``rng``."""
+    cdf = np.cumsum(np.broadcast_to(length_probs, (*y.shape[:-1], n + 1)), axis=-1)
+    u = np.asarray(rng.random(y.shape[:-1]))[..., None] * cdf[..., -1:]
+    k = np.minimum((cdf <= u).sum(-1), n)
+    return np.where(y < k[..., None], y, -1)
 
 
 def ballot_length_numba(dist_name, bound, tol=1e-6):

@@ -21,6 +21,7 @@ from pm_perm.distributions._patterns import (
     ballot_length_numba,
     coarsen_draws,
     coarsen_numba,
+    cut_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -82,10 +83,7 @@ class PartialRankingRV(IntegerRV):
         if pattern.shape[-1]:
             return coarsen_draws(y, pattern, cls.dist_name)
         if length_probs.shape[-1]:
-            cdf = np.cumsum(np.broadcast_to(length_probs, (*size, M + 1)), axis=-1)
-            u = np.asarray(rng.random(size))[..., None] * cdf[..., -1:]
-            k = np.minimum((cdf <= u).sum(-1), M)
-            y = np.where(y < k[..., None], y, -1)
+            y = cut_draws(y, length_probs, M, rng)
         return y
 
 

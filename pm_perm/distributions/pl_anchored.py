@@ -22,6 +22,7 @@ from pm_perm.distributions._patterns import (
     ballot_length_numba,
     coarsen_draws,
     coarsen_numba,
+    cut_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -103,10 +104,7 @@ class PLAnchoredRankingRV(IntegerRV):
         if pattern.shape[-1]:
             return coarsen_draws(y, pattern, cls.dist_name)
         if lp.shape[-1]:
-            cdf = np.cumsum(np.broadcast_to(lp, (*y.shape[:-1], M + 1)), axis=-1)
-            x = np.asarray(rng.random(y.shape[:-1]))[..., None] * cdf[..., -1:]
-            k = np.minimum((cdf <= x).sum(-1), M)
-            y = np.where(y < k[..., None], y, -1)
+            y = cut_draws(y, lp, M, rng)
         return y
 
 

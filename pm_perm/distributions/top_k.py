@@ -19,6 +19,7 @@ from pm_perm.distributions._patterns import (
     ballot_length_numba,
     coarsen_draws,
     coarsen_numba,
+    cut_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -86,10 +87,7 @@ class TopKRankingRV(IntegerRV):
                 raise ValueError(_PATTERN_MSG)
             return coarsen_draws(_complete(y, K), pattern, cls.dist_name)
         if length_probs.shape[-1]:
-            cdf = np.cumsum(np.broadcast_to(length_probs, (*size, K + 1)), axis=-1)
-            u = np.asarray(rng.random(size))[..., None] * cdf[..., -1:]
-            k = np.minimum((cdf <= u).sum(-1), K)
-            y = np.where(y < k[..., None], y, -1)
+            y = cut_draws(y, length_probs, K, rng)
         return y
 
 
