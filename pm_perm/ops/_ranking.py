@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import ancestors
@@ -23,7 +24,15 @@ from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.ops._blockwise import EmptyBatchBlockwise
 
-__all__ = ["RankingKernelOp", "register_fuse_rewrite", "register_ranking_numba"]
+__all__ = [
+    "AndGradOpMixin",
+    "RankingKernelOp",
+    "SumAndGradOpMixin",
+    "SumOpMixin",
+    "ValuesOpMixin",
+    "register_fuse_rewrite",
+    "register_ranking_numba",
+]
 
 
 class RankingKernelOp:
@@ -181,3 +190,83 @@ def _is_core(var, cls):
     node = var.owner
     return (node is not None and isinstance(node.op, Blockwise)
             and isinstance(node.op.core_op, cls))
+
+
+# ----------------------------------------------------------------------------- the four Ops
+# The graph side of the four core Ops (mixins before the module's base class, which provides
+# ``_loglik_graph(x, orders)`` and ``_sum_and_grad_graph(x, orders, weights)``: its
+# Blockwise-wrapped values and (total, gradient) Ops).
+
+
+class ValuesOpMixin:
+    """``Loglik``: per-order values (n,); pullback = the gradient output of the weighted sum."""
+
+    output_names = ("values",)
+
+    def make_node(self, x, orders):
+        return self._apply(x, orders)
+
+    def connection_pattern(self, node):
+        return [[True], [False]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        x, orders = inputs
+        (g,) = cotangents
+        return [self._sum_and_grad_graph(x, orders, g)[1], disconnected_type()]
+
+
+class SumAndGradOpMixin:
+    """``LoglikSumAndGrad``: ``(sum_n w_n log p_n, its gradient in x)``; no second derivative."""
+
+    output_names = ("total", "grad")
+
+    def make_node(self, x, orders, weights):
+        return self._apply(x, orders, weights)
+
+    def connection_pattern(self, node):
+        return [[True, True], [False, False], [True, True]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        x, orders, weights = inputs
+        g_v, g_grad = cotangents
+        if not isinstance(g_grad.type, DisconnectedType):
+            return [grad_not_implemented(self, 0, x, "second derivatives of the loglik"),
+                    disconnected_type(),
+                    grad_not_implemented(self, 2, weights, "derivative of the gradient")]
+        if isinstance(g_v.type, DisconnectedType):
+            return [pt.zeros_like(x), disconnected_type(), pt.zeros_like(weights)]
+        return [g_v[..., None, None] * outputs[1], disconnected_type(),
+                g_v[..., None] * self._loglik_graph(x, orders)]
+
+
+class SumOpMixin:
+    """``LoglikSum``: the weighted sum only; pullback = the gradient output of the two-output
+    Op."""
+
+    output_names = ("total",)
+
+    def make_node(self, x, orders, weights):
+        return self._apply(x, orders, weights)
+
+    def connection_pattern(self, node):
+        return [[True], [False], [True]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        x, orders, weights = inputs
+        (g,) = cotangents
+        return [g[..., None, None] * self._sum_and_grad_graph(x, orders, weights)[1],
+                disconnected_type(), g[..., None] * self._loglik_graph(x, orders)]
+
+
+class AndGradOpMixin:
+    """``LoglikAndGrad`` (a rewrite product): values (n,) and the gradient of the weighted sum;
+    no gradient of its own."""
+
+    output_names = ("values", "grad")
+
+    def make_node(self, x, orders, weights):
+        return self._apply(x, orders, weights)
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [grad_not_implemented(self, i, x, "gradient of the fused Op (a rewrite product)")
+                for i, x in enumerate(inputs)]

@@ -26,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from numba import types
-from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as numba_basic
 
@@ -41,7 +40,15 @@ from pm_perm.ops._blockwise import (
     register_core_ops,
     register_value_only_rewrite,
 )
-from pm_perm.ops._ranking import RankingKernelOp, register_fuse_rewrite, register_ranking_numba
+from pm_perm.ops._ranking import (
+    AndGradOpMixin,
+    RankingKernelOp,
+    SumAndGradOpMixin,
+    SumOpMixin,
+    ValuesOpMixin,
+    register_fuse_rewrite,
+    register_ranking_numba,
+)
 from pm_perm.ops._shapes import check_static_square
 from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
@@ -101,6 +108,14 @@ class _PartialOrderOp(RankingKernelOp, Op):
     def _kernel(self, W, orders, weights, want_grad):
         return _run(W, orders, weights, want_grad)
 
+    @staticmethod
+    def _loglik_graph(x, orders):
+        return _loglik(x, orders)
+
+    @staticmethod
+    def _sum_and_grad_graph(x, orders, weights):
+        return _sum_and_grad(x, orders, weights)
+
     def _check_runtime(self, W, orders, weights=None):
         M = W.shape[-1]
         if W.shape[-2] != M:
@@ -114,85 +129,33 @@ class _PartialOrderOp(RankingKernelOp, Op):
             raise ValueError(f"{weights.shape[-1]} counts for {orders.shape[0]} orders")
 
 
-class PartialOrderLoglik(_PartialOrderOp):
+class PartialOrderLoglik(ValuesOpMixin, _PartialOrderOp):
     """Core Op: per-order ``log p`` for logits (M, M) and orders (n, M) -> (n,)."""
 
     gufunc_signature = "(m,m),(n,m)->(n)"
-    output_names = ("values",)
-
-    def make_node(self, W, orders):
-        return self._apply(W, orders)
-
-    def connection_pattern(self, node):
-        return [[True], [False]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        W, orders = inputs
-        (g,) = cotangents
-        return [_sum_and_grad(W, orders, g)[1], disconnected_type()]
 
 
-class PartialOrderLoglikSumAndGrad(_PartialOrderOp):
+class PartialOrderLoglikSumAndGrad(SumAndGradOpMixin, _PartialOrderOp):
     """Core Op: ``(sum_n w_n log p_n (), its gradient (M, M))`` for logits (M, M), orders (n, M)
     and weights (n,), from one suffix table and one adjoint sweep."""
 
     gufunc_signature = "(m,m),(n,m),(n)->(),(m,m)"
-    output_names = ("total", "grad")
-
-    def make_node(self, W, orders, weights):
-        return self._apply(W, orders, weights)
-
-    def connection_pattern(self, node):
-        return [[True, True], [False, False], [True, True]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        W, orders, weights = inputs
-        g_v, g_grad = cotangents
-        if not isinstance(g_grad.type, DisconnectedType):
-            return [grad_not_implemented(self, 0, W, "second derivatives of the loglik"),
-                    disconnected_type(),
-                    grad_not_implemented(self, 2, weights, "derivative of the gradient")]
-        if isinstance(g_v.type, DisconnectedType):
-            return [pt.zeros_like(W), disconnected_type(), pt.zeros_like(weights)]
-        return [g_v[..., None, None] * outputs[1], disconnected_type(),
-                g_v[..., None] * _loglik(W, orders)]
 
 
-class PartialOrderLoglikSum(_PartialOrderOp):
+class PartialOrderLoglikSum(SumOpMixin, _PartialOrderOp):
     """Value only, ``sum_n w_n log p_n`` (): what the rewrite below uses when no compiled output
     needs the gradient. Its pullback is the gradient output of the two-output Op."""
 
     gufunc_signature = "(m,m),(n,m),(n)->()"
-    output_names = ("total",)
-
-    def make_node(self, W, orders, weights):
-        return self._apply(W, orders, weights)
-
-    def connection_pattern(self, node):
-        return [[True], [False], [True]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        W, orders, weights = inputs
-        (g,) = cotangents
-        return [g[..., None, None] * _sum_and_grad(W, orders, weights)[1], disconnected_type(),
-                g[..., None] * _loglik(W, orders)]
 
 
-class PartialOrderLoglikAndGrad(_PartialOrderOp):
+class PartialOrderLoglikAndGrad(AndGradOpMixin, _PartialOrderOp):
     """Core Op: per-order ``log p`` (n,) and the gradient (M, M) of ``sum_n w_n log p_n``, from
     one table. Created by the rewrite ``local_fuse_partial_order_loglik_and_grad`` when a graph
     needs the per-order values and a gradient weighted by something that does not depend on
     them (``PartialRanking``'s logp: the weights are the counts). No gradient of its own."""
 
     gufunc_signature = "(m,m),(n,m),(n)->(n),(m,m)"
-    output_names = ("values", "grad")
-
-    def make_node(self, W, orders, weights):
-        return self._apply(W, orders, weights)
-
-    def pullback(self, inputs, outputs, cotangents):
-        return [grad_not_implemented(self, i, x, "gradient of the fused Op (a rewrite product)")
-                for i, x in enumerate(inputs)]
 
 
 _loglik = EmptyBatchBlockwise(PartialOrderLoglik())

@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from numba import types
-from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as numba_basic
 
@@ -36,7 +35,15 @@ from pm_perm.ops._blockwise import (
     register_core_ops,
     register_value_only_rewrite,
 )
-from pm_perm.ops._ranking import RankingKernelOp, register_fuse_rewrite, register_ranking_numba
+from pm_perm.ops._ranking import (
+    AndGradOpMixin,
+    RankingKernelOp,
+    SumAndGradOpMixin,
+    SumOpMixin,
+    ValuesOpMixin,
+    register_fuse_rewrite,
+    register_ranking_numba,
+)
 from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 __all__ = [
@@ -84,6 +91,14 @@ class _TopKOp(RankingKernelOp, Op):
     def _kernel(self, L, orders, weights, want_grad):
         return _run(L, orders, weights, want_grad)
 
+    @staticmethod
+    def _loglik_graph(x, orders):
+        return _loglik(x, orders)
+
+    @staticmethod
+    def _sum_and_grad_graph(x, orders, weights):
+        return _sum_and_grad(x, orders, weights)
+
     def _check_runtime(self, L, orders, weights=None):
         M, Q = L.shape
         check_top_k_size(M, Q - 1)
@@ -94,82 +109,30 @@ class _TopKOp(RankingKernelOp, Op):
             raise ValueError(f"{weights.shape[-1]} counts for {orders.shape[0]} orders")
 
 
-class TopKLoglik(_TopKOp):
+class TopKLoglik(ValuesOpMixin, _TopKOp):
     """Core Op: per-ballot ``log p`` for logits (M, K + 1) and orders (n, M) -> (n,)."""
 
     gufunc_signature = "(m,q),(n,m)->(n)"
-    output_names = ("values",)
-
-    def make_node(self, L, orders):
-        return self._apply(L, orders)
-
-    def connection_pattern(self, node):
-        return [[True], [False]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        L, orders = inputs
-        (g,) = cotangents
-        return [_sum_and_grad(L, orders, g)[1], disconnected_type()]
 
 
-class TopKLoglikSumAndGrad(_TopKOp):
+class TopKLoglikSumAndGrad(SumAndGradOpMixin, _TopKOp):
     """Core Op: ``(sum_n w_n log p_n (), its gradient (M, K + 1))`` from one kernel run."""
 
     gufunc_signature = "(m,q),(n,m),(n)->(),(m,q)"
-    output_names = ("total", "grad")
-
-    def make_node(self, L, orders, weights):
-        return self._apply(L, orders, weights)
-
-    def connection_pattern(self, node):
-        return [[True, True], [False, False], [True, True]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        L, orders, weights = inputs
-        g_v, g_grad = cotangents
-        if not isinstance(g_grad.type, DisconnectedType):
-            return [grad_not_implemented(self, 0, L, "second derivatives of the loglik"),
-                    disconnected_type(),
-                    grad_not_implemented(self, 2, weights, "derivative of the gradient")]
-        if isinstance(g_v.type, DisconnectedType):
-            return [pt.zeros_like(L), disconnected_type(), pt.zeros_like(weights)]
-        return [g_v[..., None, None] * outputs[1], disconnected_type(),
-                g_v[..., None] * _loglik(L, orders)]
 
 
-class TopKLoglikSum(_TopKOp):
+class TopKLoglikSum(SumOpMixin, _TopKOp):
     """Value only, ``sum_n w_n log p_n`` (): used by the rewrite when no output needs the
     gradient. Its pullback is the gradient output of the two-output Op."""
 
     gufunc_signature = "(m,q),(n,m),(n)->()"
-    output_names = ("total",)
-
-    def make_node(self, L, orders, weights):
-        return self._apply(L, orders, weights)
-
-    def connection_pattern(self, node):
-        return [[True], [False], [True]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        L, orders, weights = inputs
-        (g,) = cotangents
-        return [g[..., None, None] * _sum_and_grad(L, orders, weights)[1], disconnected_type(),
-                g[..., None] * _loglik(L, orders)]
 
 
-class TopKLoglikAndGrad(_TopKOp):
+class TopKLoglikAndGrad(AndGradOpMixin, _TopKOp):
     """Core Op: per-ballot ``log p`` (n,) and the gradient (M, K + 1) of ``sum_n w_n log p_n``
     from one kernel run; created by ``local_fuse_top_k_loglik_and_grad``. No gradient."""
 
     gufunc_signature = "(m,q),(n,m),(n)->(n),(m,q)"
-    output_names = ("values", "grad")
-
-    def make_node(self, L, orders, weights):
-        return self._apply(L, orders, weights)
-
-    def pullback(self, inputs, outputs, cotangents):
-        return [grad_not_implemented(self, i, x, "gradient of the fused Op (a rewrite product)")
-                for i, x in enumerate(inputs)]
 
 
 _loglik = EmptyBatchBlockwise(TopKLoglik())
