@@ -24,8 +24,8 @@ from pm_perm.ops import extern
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
-__all__ = ["check_pattern_np", "coarsen_draws", "coarsen_numba", "observed_pattern",
-           "pattern_input", "pattern_support_point"]
+__all__ = ["ballot_length_numba", "check_pattern_np", "coarsen_draws", "coarsen_numba",
+           "cut_draws", "observed_pattern", "pattern_input", "pattern_support_point"]
 
 _LENGTH_MSG = PATTERN_ERRORS[1]
 
@@ -125,6 +125,58 @@ def coarsen_numba():
         return extern.copy_back(y, yc)
 
     return coarsen
+
+
+def cut_draws(y, length_probs, n, rng):
+    """Rank-form draws ``y`` (*size, M) cut after ``k ~ length_probs`` ((..., n + 1), k <= n)
+    ranked items: positions ``>= k`` become unranked (-1). One uniform per draw from ``rng``."""
+    cdf = np.cumsum(np.broadcast_to(length_probs, (*y.shape[:-1], n + 1)), axis=-1)
+    u = np.asarray(rng.random(y.shape[:-1]))[..., None] * cdf[..., -1:]
+    k = np.minimum((cdf <= u).sum(-1), n)
+    return np.where(y < k[..., None], y, -1)
+
+
+def ballot_length_numba(dist_name, bound, tol=1e-6):
+    """``(check_length, cut_length)`` in compiled code, for the draws cut after ``k ~
+    length_probs`` ranked items (the alternative to a pattern).
+
+    ``check_length(length_probs, n) -> total``: ``length_probs`` empty or a simplex of ``n + 1``
+    entries (``bound`` names ``n`` in the messages, e.g. ``"M"`` or ``"K"``; sum within ``tol``
+    of 1), else ``ValueError`` naming ``dist_name``; returns its sum (0 when empty).
+    ``cut_length(rng, y, length_probs, total, n) -> y``: draws ``k`` (at most ``n``) and makes
+    the positions ``>= k`` of the rank-form draw ``y`` (M,) unranked (-1), in place.
+    """
+    size_msg = f"{dist_name}: length_probs must have {bound} + 1 entries"
+    simplex_msg = f"{dist_name}: length_probs must be a simplex"
+
+    @numba_basic.numba_njit
+    def check_length(length_probs, n):
+        L = length_probs.shape[0]
+        if L != 0 and L != n + 1:
+            raise ValueError(size_msg)
+        total = 0.0
+        for k in range(L):
+            if not length_probs[k] >= 0:
+                raise ValueError(simplex_msg)
+            total += length_probs[k]
+        if L and abs(total - 1.0) >= tol:
+            raise ValueError(simplex_msg)
+        return total
+
+    @numba_basic.numba_njit
+    def cut_length(rng, y, length_probs, total, n):
+        u = rng.random() * total
+        k = 0
+        acc = length_probs[0]
+        while k < n and acc <= u:
+            k += 1
+            acc += length_probs[k]
+        for i in range(y.shape[0]):  # rank form of the top k: positions >= k are unranked
+            if y[i] >= k:
+                y[i] = -1
+        return y
+
+    return check_length, cut_length
 
 
 def pattern_support_point(y, pattern):

@@ -8,7 +8,15 @@ from pymc.pytensorf import constant_fold
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Variable
 
-__all__ = ["check_observed_batch", "check_observed_orders", "refuse_empty", "static_last_dim"]
+from pm_perm.kernels.rank_form import validate_orders
+
+__all__ = [
+    "check_observed_batch",
+    "check_observed_orders",
+    "observed_utility_rows",
+    "refuse_empty",
+    "static_last_dim",
+]
 
 
 def _static_shape(x):
@@ -87,3 +95,26 @@ def check_observed_orders(dist_name, observed, check_values, param, core_ndim, a
     check_values(observed, static_last_dim(first))
     params = [(param, first, core_ndim), ("weights", kwargs.get("weights"), 0)]
     check_observed_batch(dist_name, observed, params)
+
+
+def observed_utility_rows(observed, M):
+    """The observed orders of a distribution on utilities (M,), checked at model build: rank
+    form (:func:`pm_perm.kernels.rank_form.validate_orders`, naming the first bad row), no NaN,
+    M columns (``M`` None: any). Returns the validated rows (n, M), or ``None`` when the value is
+    not known at build (a symbolic or object array)."""
+    if isinstance(observed, SharedVariable):
+        observed = observed.get_value(borrow=True)
+    if observed is None or isinstance(observed, pt.Variable):
+        return None
+    arr = np.asarray(observed)
+    if arr.dtype == object:
+        return None
+    if arr.ndim == 0:
+        raise ValueError("observed orders must have shape (..., M); got a scalar")
+    if arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise ValueError("observed orders contain NaN; encode an unranked item as -1 (rank form)")
+    m = arr.shape[-1] if M is None else M
+    if arr.shape[-1] != m:
+        raise ValueError(f"observed orders have length {arr.shape[-1]} but there are {m} "
+                         "utilities")
+    return validate_orders(arr.reshape(-1, m), m, name="observed")

@@ -18,8 +18,10 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._patterns import (
+    ballot_length_numba,
     coarsen_draws,
     coarsen_numba,
+    cut_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -81,10 +83,7 @@ class PartialRankingRV(IntegerRV):
         if pattern.shape[-1]:
             return coarsen_draws(y, pattern, cls.dist_name)
         if length_probs.shape[-1]:
-            cdf = np.cumsum(np.broadcast_to(length_probs, (*size, M + 1)), axis=-1)
-            u = np.asarray(rng.random(size))[..., None] * cdf[..., -1:]
-            k = np.minimum((cdf <= u).sum(-1), M)
-            y = np.where(y < k[..., None], y, -1)
+            y = cut_draws(y, length_probs, M, rng)
         return y
 
 
@@ -93,9 +92,9 @@ partial_ranking = PartialRankingRV()
 
 @numba_core_rv_funcify.register(PartialRankingRV)
 def _numba_partial_ranking(op, node):
-    tol = _SIMPLEX_TOL
     draw = permutation_draw_numba()  # the exact sampler's C kernel (see pm_perm.ops.extern)
     coarsen = coarsen_numba()
+    check_length, cut_length = ballot_length_numba("PartialRanking", "M", _SIMPLEX_TOL)
 
     @numba_basic.numba_njit
     def core_draw(rng, logits, weights, length_probs, pattern, out=None):
@@ -104,28 +103,12 @@ def _numba_partial_ranking(op, node):
         if not (np.isfinite(w) and w >= 0 and w == np.floor(w)):
             raise ValueError("PartialRanking: weights must be non-negative integers (counts)")
         L = length_probs.shape[0]
-        if L != 0 and L != M + 1:
-            raise ValueError("PartialRanking: length_probs must have M + 1 entries")
-        total = 0.0
-        for k in range(L):
-            if not length_probs[k] >= 0:
-                raise ValueError("PartialRanking: length_probs must be a simplex")
-            total += length_probs[k]
-        if L and abs(total - 1.0) >= tol:
-            raise ValueError("PartialRanking: length_probs must be a simplex")
+        total = check_length(length_probs, M)
         y = draw(rng, logits, np.empty(M, dtype=np.int64) if out is None else out)
         if pattern.shape[0] != 0:  # the pattern wins over length_probs (checked all the same)
             return coarsen(y, pattern)
         if L:
-            u = rng.random() * total
-            k = 0
-            acc = length_probs[0]
-            while k < M and acc <= u:
-                k += 1
-                acc += length_probs[k]
-            for i in range(M):  # rank form of the top k: positions >= k are unranked
-                if y[i] >= k:
-                    y[i] = -1
+            cut_length(rng, y, length_probs, total, M)
         return y
 
     core_draw.handles_out = True

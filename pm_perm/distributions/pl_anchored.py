@@ -11,23 +11,27 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
-from pm_perm.distributions._params import select_last
+from pm_perm.distributions._params import ballot_weights_inputs, weighted_ballot_logp
 from pm_perm.distributions._patterns import (
+    ballot_length_numba,
     coarsen_draws,
     coarsen_numba,
+    cut_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
 )
-from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
+from pm_perm.distributions._shapes import (
+    check_observed_orders,
+    observed_utility_rows,
+    refuse_empty,
+)
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
@@ -39,7 +43,6 @@ from pm_perm.kernels.pl_tilted_sampler import (
     sample_pl_tilted,
 )
 from pm_perm.kernels.plackett_luce import check_length_probs
-from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops.pl_tilted import PLTiltedLoglik, pl_tilted_loglik
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
@@ -101,10 +104,7 @@ class PLAnchoredRankingRV(IntegerRV):
         if pattern.shape[-1]:
             return coarsen_draws(y, pattern, cls.dist_name)
         if lp.shape[-1]:
-            cdf = np.cumsum(np.broadcast_to(lp, (*y.shape[:-1], M + 1)), axis=-1)
-            x = np.asarray(rng.random(y.shape[:-1]))[..., None] * cdf[..., -1:]
-            k = np.minimum((cdf <= x).sum(-1), M)
-            y = np.where(y < k[..., None], y, -1)
+            y = cut_draws(y, lp, M, rng)
         return y
 
 
@@ -114,6 +114,7 @@ pl_anchored_ranking = PLAnchoredRankingRV()
 @numba_core_rv_funcify.register(PLAnchoredRankingRV)
 def _numba_pl_anchored_ranking(op, node):
     coarsen = coarsen_numba()
+    check_length, cut_length = ballot_length_numba("PLAnchoredRanking", "M")
     max_m = EXACT_MAX_M
 
     @numba_basic.numba_njit
@@ -126,15 +127,7 @@ def _numba_pl_anchored_ranking(op, node):
         if M > max_m:
             raise ValueError("PLAnchoredRanking: too many items for the exact sampler")
         L = length_probs.shape[0]
-        if L != 0 and L != M + 1:
-            raise ValueError("PLAnchoredRanking: length_probs must have M + 1 entries")
-        total = 0.0
-        for k in range(L):
-            if not length_probs[k] >= 0:
-                raise ValueError("PLAnchoredRanking: length_probs must be a simplex")
-            total += length_probs[k]
-        if L and abs(total - 1.0) >= 1e-6:
-            raise ValueError("PLAnchoredRanking: length_probs must be a simplex")
+        total = check_length(length_probs, M)
         u = np.ascontiguousarray(utilities)
         D = np.ascontiguousarray(deviations)
         logh, logsig = np.empty(1 << M), np.empty(1 << M)
@@ -149,15 +142,7 @@ def _numba_pl_anchored_ranking(op, node):
         if pattern.shape[0] != 0:  # the pattern wins over length_probs (checked all the same)
             return coarsen(y, pattern)
         if L:
-            x = rng.random() * total
-            k = 0
-            acc = length_probs[0]
-            while k < M and acc <= x:
-                k += 1
-                acc += length_probs[k]
-            for i in range(M):
-                if y[i] >= k:
-                    y[i] = -1
+            cut_length(rng, y, length_probs, total, M)
         return y
 
     core_draw.handles_out = True
@@ -166,22 +151,9 @@ def _numba_pl_anchored_ranking(op, node):
 
 def _check_observed(observed, M):
     """Reject malformed observed orders, and ballots tied before their end, at model build."""
-    if isinstance(observed, SharedVariable):
-        observed = observed.get_value(borrow=True)
-    if observed is None or isinstance(observed, pt.Variable):
+    rows = observed_utility_rows(observed, M)
+    if rows is None:
         return
-    arr = np.asarray(observed)
-    if arr.dtype == object:
-        return
-    if arr.ndim == 0:
-        raise ValueError("observed orders must have shape (..., M); got a scalar")
-    if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise ValueError("observed orders contain NaN; encode an unranked item as -1 (rank form)")
-    m = arr.shape[-1] if M is None else M
-    if arr.shape[-1] != m:
-        raise ValueError(f"observed orders have length {arr.shape[-1]} but there are {m} "
-                         "utilities")
-    rows = validate_orders(arr.reshape(-1, m), m, name="observed")
     bad = middle_tie_rows(rows)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -300,18 +272,7 @@ class PLAnchoredRanking(pm.Discrete):
         if M is not None:
             check_partial_order_size(M)  # refuse at once, naming the alternatives
         u, D = pt.cast(u, "float64"), pt.cast(D, "float64")
-        if weights is None:
-            weights = pt.constant(1.0, dtype="float64")
-        else:
-            if not isinstance(weights, pt.Variable):
-                _check_weights_np(weights)
-            weights = pt.cast(pt.as_tensor_variable(weights), "float64")
-        if length_probs is None:
-            length_probs = pt.constant(np.zeros(0), dtype="float64")
-        else:
-            if not isinstance(length_probs, pt.Variable) and M is not None:
-                check_length_probs(length_probs, M)
-            length_probs = pt.cast(pt.as_tensor_variable(length_probs), "float64")
+        weights, length_probs = ballot_weights_inputs(weights, length_probs, M, _check_weights_np)
         pattern = pattern_input(pattern, M, _NAME)
         return super().dist([u, D, weights, length_probs, pattern], **kwargs)
 
@@ -349,16 +310,5 @@ class PLAnchoredRanking(pm.Discrete):
                              & pt.eq(weights, pt.round(weights))),
                       ~finite | pt.all(~pt.isnan(ll))]  # NaN with finite parameters: a tie
         msgs = [f"{_NAME}: no item to rank (M = 0)", _PARAMS_MSG, _WEIGHTS_MSG, TIE_MSG]
-        if length_probs.type.shape[-1] != 0:
-            k = pt.sum(pt.ge(value, 0), axis=-1)
-            ll = ll + pt.log(select_last(length_probs, k))
-            conditions.append(pt.eq(length_probs.shape[-1], M + 1)
-                              & pt.all(pt.ge(length_probs, 0))
-                              & pt.all(pt.le(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), 1e-6)))
-            msgs.append(_LENGTH_MSG)
-        if is_int is not None:  # a non-integer value is outside the support
-            ll = pt.switch(is_int, ll, -np.inf)
-        lp = pt.switch(pt.eq(weights, 0), 0.0, weights * ll)
-        for cond, msg in zip(conditions, msgs, strict=True):
-            lp = check_parameters(lp, cond, msg=msg)
-        return lp
+        return weighted_ballot_logp(ll, value, is_int, weights, length_probs, M, conditions,
+                                    msgs, _LENGTH_MSG)

@@ -10,14 +10,12 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from numba import types
-from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.shape_utils import rv_size_is_none
-from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
-from pm_perm.distributions._params import select_last
+from pm_perm.distributions._params import ballot_weights_inputs, weighted_ballot_logp
 from pm_perm.distributions._patterns import (
     coarsen_draws,
     coarsen_numba,
@@ -25,7 +23,11 @@ from pm_perm.distributions._patterns import (
     pattern_input,
     pattern_support_point,
 )
-from pm_perm.distributions._shapes import check_observed_orders, refuse_empty
+from pm_perm.distributions._shapes import (
+    check_observed_orders,
+    observed_utility_rows,
+    refuse_empty,
+)
 from pm_perm.distributions._values import IntegerRV, integer_rows, value_rows
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.plackett_luce import (
@@ -34,7 +36,6 @@ from pm_perm.kernels.plackett_luce import (
     make_plackett_luce_draw_kernel,
     sample_plackett_luce,
 )
-from pm_perm.kernels.rank_form import validate_orders
 from pm_perm.ops import extern
 from pm_perm.ops.plackett_luce import plackett_luce_loglik
 
@@ -138,22 +139,7 @@ def _numba_plackett_luce(op, node):
 
 def _check_observed(observed, M):
     """Reject malformed observed orders at model build, naming the first bad row."""
-    if isinstance(observed, SharedVariable):
-        observed = observed.get_value(borrow=True)
-    if observed is None or isinstance(observed, pt.Variable):
-        return
-    arr = np.asarray(observed)
-    if arr.dtype == object:
-        return
-    if arr.ndim == 0:
-        raise ValueError("observed orders must have shape (..., M); got a scalar")
-    if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise ValueError("observed orders contain NaN; encode an unranked item as -1 (rank form)")
-    m = arr.shape[-1] if M is None else M
-    if arr.shape[-1] != m:
-        raise ValueError(f"observed orders have length {arr.shape[-1]} but there are {m} "
-                         "utilities")
-    validate_orders(arr.reshape(-1, m), m, name="observed")
+    observed_utility_rows(observed, M)
 
 
 class PlackettLuce(pm.Discrete):
@@ -258,19 +244,8 @@ class PlackettLuce(pm.Discrete):
             raise ValueError("utilities must have shape (..., M)")
         refuse_empty("PlackettLuce", "utilities", utilities, 1)
         utilities = pt.cast(utilities, "float64")
-        if weights is None:
-            weights = pt.constant(1.0, dtype="float64")
-        else:
-            if not isinstance(weights, pt.Variable):
-                _check_weights_np(weights)
-            weights = pt.cast(pt.as_tensor_variable(weights), "float64")
-        if length_probs is None:
-            length_probs = pt.constant(np.zeros(0), dtype="float64")
-        else:
-            M = utilities.type.shape[-1]
-            if not isinstance(length_probs, pt.Variable) and M is not None:
-                check_length_probs(length_probs, M)
-            length_probs = pt.cast(pt.as_tensor_variable(length_probs), "float64")
+        weights, length_probs = ballot_weights_inputs(weights, length_probs,
+                                                      utilities.type.shape[-1], _check_weights_np)
         pattern = pattern_input(pattern, utilities.type.shape[-1], "PlackettLuce")
         return super().dist([utilities, weights, length_probs, pattern], **kwargs)
 
@@ -307,16 +282,5 @@ class PlackettLuce(pm.Discrete):
                       pt.all(pt.isfinite(weights) & pt.ge(weights, 0)
                              & pt.eq(weights, pt.round(weights)))]
         msgs = [_NO_ITEM_MSG, "utilities must be finite (no NaN or inf)", _WEIGHTS_MSG]
-        if length_probs.type.shape[-1] != 0:
-            k = pt.sum(pt.ge(value, 0), axis=-1)
-            ll = ll + pt.log(select_last(length_probs, k))
-            conditions.append(pt.eq(length_probs.shape[-1], M + 1)
-                              & pt.all(pt.ge(length_probs, 0))
-                              & pt.all(pt.le(pt.abs(pt.sum(length_probs, axis=-1) - 1.0), 1e-6)))
-            msgs.append(_LENGTH_MSG)
-        if is_int is not None:  # a non-integer value is outside the support
-            ll = pt.switch(is_int, ll, -np.inf)
-        lp = pt.switch(pt.eq(weights, 0), 0.0, weights * ll)
-        for cond, msg in zip(conditions, msgs, strict=True):
-            lp = check_parameters(lp, cond, msg=msg)
-        return lp
+        return weighted_ballot_logp(ll, value, is_int, weights, length_probs, M, conditions,
+                                    msgs, _LENGTH_MSG)

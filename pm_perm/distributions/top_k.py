@@ -16,8 +16,10 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
 from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
 from pm_perm.distributions._patterns import (
+    ballot_length_numba,
     coarsen_draws,
     coarsen_numba,
+    cut_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -85,10 +87,7 @@ class TopKRankingRV(IntegerRV):
                 raise ValueError(_PATTERN_MSG)
             return coarsen_draws(_complete(y, K), pattern, cls.dist_name)
         if length_probs.shape[-1]:
-            cdf = np.cumsum(np.broadcast_to(length_probs, (*size, K + 1)), axis=-1)
-            u = np.asarray(rng.random(size))[..., None] * cdf[..., -1:]
-            k = np.minimum((cdf <= u).sum(-1), K)
-            y = np.where(y < k[..., None], y, -1)
+            y = cut_draws(y, length_probs, K, rng)
         return y
 
 
@@ -97,8 +96,8 @@ top_k_ranking = TopKRankingRV()
 
 @numba_core_rv_funcify.register(TopKRankingRV)
 def _numba_top_k_ranking(op, node):
-    tol = _SIMPLEX_TOL
     coarsen = coarsen_numba()
+    check_length, cut_length = ballot_length_numba("TopKRanking", "K", _SIMPLEX_TOL)
 
     @numba_basic.numba_njit
     def core_draw(rng, logits, weights, length_probs, pattern, out=None):
@@ -107,15 +106,7 @@ def _numba_top_k_ranking(op, node):
         if not (np.isfinite(w) and w >= 0 and w == np.floor(w)):
             raise ValueError("TopKRanking: weights must be non-negative integers (counts)")
         L = length_probs.shape[0]
-        if L != 0 and L != K + 1:
-            raise ValueError("TopKRanking: length_probs must have K + 1 entries")
-        total = 0.0
-        for k in range(L):
-            if not length_probs[k] >= 0:
-                raise ValueError("TopKRanking: length_probs must be a simplex")
-            total += length_probs[k]
-        if L and abs(total - 1.0) >= tol:
-            raise ValueError("TopKRanking: length_probs must be a simplex")
+        total = check_length(length_probs, K)
         if K < 1 or K > M or not finite_or_minus_inf(logits):
             raise ValueError("TopKRanking: logits must be (M, K + 1) with 1 <= K <= M, each "
                              "-inf or finite")
@@ -135,15 +126,7 @@ def _numba_top_k_ranking(op, node):
                     nxt += 1
             return coarsen(y, pattern)
         if L:
-            u = rng.random() * total
-            k = 0
-            acc = length_probs[0]
-            while k < K and acc <= u:
-                k += 1
-                acc += length_probs[k]
-            for i in range(M):
-                if y[i] >= k:
-                    y[i] = -1
+            cut_length(rng, y, length_probs, total, K)
         return y
 
     core_draw.handles_out = True

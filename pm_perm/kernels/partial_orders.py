@@ -50,7 +50,12 @@ from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_square_logits, check_weights, finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels.permanent import EXACT_MAX_M, log_permanent_and_marginals_core
-from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
+from pm_perm.kernels.rank_form import (
+    order_blocks_work,
+    order_work,
+    position_suffix_sums,
+    validate_orders,
+)
 from pm_perm.kernels.subset_dp import forward, padded, popcount, workspace
 
 __all__ = [
@@ -163,18 +168,13 @@ def partial_orders_core(W, orders, weights, values, grad, want_grad):
     # hence the 5), kept per thread for 16 <= M <= 22
     h = workspace(max(M, 5))
     forward(Bp, h)
-    vsuf = np.zeros(M + 1)  # vsuf[s] = sum of v over the last s positions
-    for s in range(1, M + 1):
-        vsuf[s] = vsuf[s - 1] + v[M - s]
+    vsuf = position_suffix_sums(v)  # vsuf[s] = sum of v over the last s positions
     full = (1 << M) - 1
     log_z = math.log(h[full]) - u.sum() - vsuf[M]
     seed = np.zeros(h.shape[0] if want_grad else 0)
     if want_grad:
         grad[:, :] = 0.0
-    seq = np.empty(M, dtype=np.int64)
-    starts = np.empty(M + 1, dtype=np.int64)
-    count = np.empty(M + 1, dtype=np.int64)
-    fill = np.empty(M + 1, dtype=np.int64)
+    seq, starts, count, fill = order_work(M)
     total = 0.0
     wsum = 0.0
     for k in range(n):

@@ -49,7 +49,12 @@ from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_float_array, c_array, check_weights
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels.partial_orders import check_partial_order_size
-from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
+from pm_perm.kernels.rank_form import (
+    order_blocks_work,
+    order_work,
+    position_suffix_sums,
+    validate_orders,
+)
 from pm_perm.kernels.subset_dp import DEBRUIJN, ctz, popcount
 
 __all__ = [
@@ -122,19 +127,14 @@ def pl_tilted_core(u, D, orders, weights, values, gu, gD, want_grad):
     h = np.empty(size)
     sig = np.empty(size)
     _forward(Q, eu, h, sig, M)
-    bsuf = np.zeros(M + 1)  # bsuf[s] = sum of b over the last s positions
-    for s in range(1, M + 1):
-        bsuf[s] = bsuf[s - 1] + b[M - s]
+    bsuf = position_suffix_sums(b)  # bsuf[s] = sum of b over the last s positions
     full = size - 1
     log_z = math.log(h[full]) - a.sum() - bsuf[M]
     adj = np.zeros(size if want_grad else 0)
     if want_grad:
         gu[:] = 0.0
         gD[:, :] = 0.0
-    seq = np.empty(M, dtype=np.int64)
-    starts = np.empty(M + 1, dtype=np.int64)
-    count = np.empty(M + 1, dtype=np.int64)
-    fill = np.empty(M + 1, dtype=np.int64)
+    seq, starts, count, fill = order_work(M)
     total = 0.0
     wsum = 0.0
     for k in range(n):
@@ -248,10 +248,7 @@ def middle_tie_rows(orders):
     """Boolean (n,): the valid rank-form rows with a tie block before their last block."""
     M = orders.shape[1]
     out = np.zeros(orders.shape[0], dtype=np.bool_)
-    seq = np.empty(M, dtype=np.int64)
-    starts = np.empty(M + 1, dtype=np.int64)
-    count = np.empty(M + 1, dtype=np.int64)
-    fill = np.empty(M + 1, dtype=np.int64)
+    seq, starts, count, fill = order_work(M)
     for k in range(orders.shape[0]):
         nb = order_blocks_work(orders[k], seq, starts, count, fill)
         for blk in range(nb - 1):

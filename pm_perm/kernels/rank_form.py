@@ -13,7 +13,8 @@ import numpy as np
 from pm_perm._numba import njit
 from pm_perm.kernels._checks import c_array
 
-__all__ = ["order_blocks", "order_blocks_work", "validate_orders"]
+__all__ = ["order_blocks", "order_blocks_work", "order_work", "position_suffix_sums",
+           "validate_orders"]
 
 
 @njit(cache=True)
@@ -71,6 +72,28 @@ def order_blocks_work(y, seq, starts, count, fill):
         seq[fill[k]] = i
         fill[k] += 1
     return nb
+
+
+@njit(cache=True, inline="always")
+def order_work(M):
+    """The work arrays of :func:`order_blocks_work` for orders of ``M`` items: ``(seq (M,),
+    starts, count, fill (M + 1,))``, int64."""
+    seq = np.empty(M, dtype=np.int64)
+    starts = np.empty(M + 1, dtype=np.int64)
+    count = np.empty(M + 1, dtype=np.int64)
+    fill = np.empty(M + 1, dtype=np.int64)
+    return seq, starts, count, fill
+
+
+@njit(cache=True, inline="always")
+def position_suffix_sums(b):
+    """``out`` (M + 1,): ``out[s]`` = the sum of the position scalings ``b`` (M,) over the last
+    ``s`` positions (``out[0] = 0``), summed from the last position backwards."""
+    M = b.shape[0]
+    out = np.zeros(M + 1)
+    for s in range(1, M + 1):
+        out[s] = out[s - 1] + b[M - s]
+    return out
 
 
 @njit(cache=True)

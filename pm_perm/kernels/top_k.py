@@ -63,7 +63,7 @@ from pm_perm._numba import njit
 from pm_perm.kernels._checks import as_float_array, check_weights, finite_or_minus_inf
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels.partial_orders import _block_log_perm
-from pm_perm.kernels.rank_form import order_blocks_work, validate_orders
+from pm_perm.kernels.rank_form import order_blocks_work, order_work, validate_orders
 
 __all__ = [
     "SUFFIX_TINY",
@@ -397,10 +397,7 @@ def top_k_core(L, orders, weights, values, grad, want_grad):
     log_z = _log_normalizer(A, b, shift, P, Pout, want_grad)
     if want_grad:
         grad[:, :] = 0.0
-    seq = np.empty(M, dtype=np.int64)
-    starts = np.empty(M + 1, dtype=np.int64)
-    count = np.empty(M + 1, dtype=np.int64)
-    fill = np.empty(M + 1, dtype=np.int64)
+    seq, starts, count, fill = order_work(M)
     total = 0.0
     wsum = 0.0
     for q in range(n):

@@ -26,15 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from numba import types
-from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
-from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import node_rewriter
-from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch import basic as numba_basic
-from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import (
@@ -47,7 +40,15 @@ from pm_perm.ops._blockwise import (
     register_core_ops,
     register_value_only_rewrite,
 )
-from pm_perm.ops._ranking import RankingKernelOp
+from pm_perm.ops._ranking import (
+    AndGradOpMixin,
+    RankingKernelOp,
+    SumAndGradOpMixin,
+    SumOpMixin,
+    ValuesOpMixin,
+    register_fuse_rewrite,
+    register_ranking_numba,
+)
 from pm_perm.ops._shapes import check_static_square
 from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
@@ -107,6 +108,14 @@ class _PartialOrderOp(RankingKernelOp, Op):
     def _kernel(self, W, orders, weights, want_grad):
         return _run(W, orders, weights, want_grad)
 
+    @staticmethod
+    def _loglik_graph(x, orders):
+        return _loglik(x, orders)
+
+    @staticmethod
+    def _sum_and_grad_graph(x, orders, weights):
+        return _sum_and_grad(x, orders, weights)
+
     def _check_runtime(self, W, orders, weights=None):
         M = W.shape[-1]
         if W.shape[-2] != M:
@@ -120,85 +129,33 @@ class _PartialOrderOp(RankingKernelOp, Op):
             raise ValueError(f"{weights.shape[-1]} counts for {orders.shape[0]} orders")
 
 
-class PartialOrderLoglik(_PartialOrderOp):
+class PartialOrderLoglik(ValuesOpMixin, _PartialOrderOp):
     """Core Op: per-order ``log p`` for logits (M, M) and orders (n, M) -> (n,)."""
 
     gufunc_signature = "(m,m),(n,m)->(n)"
-    output_names = ("values",)
-
-    def make_node(self, W, orders):
-        return self._apply(W, orders)
-
-    def connection_pattern(self, node):
-        return [[True], [False]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        W, orders = inputs
-        (g,) = cotangents
-        return [_sum_and_grad(W, orders, g)[1], disconnected_type()]
 
 
-class PartialOrderLoglikSumAndGrad(_PartialOrderOp):
+class PartialOrderLoglikSumAndGrad(SumAndGradOpMixin, _PartialOrderOp):
     """Core Op: ``(sum_n w_n log p_n (), its gradient (M, M))`` for logits (M, M), orders (n, M)
     and weights (n,), from one suffix table and one adjoint sweep."""
 
     gufunc_signature = "(m,m),(n,m),(n)->(),(m,m)"
-    output_names = ("total", "grad")
-
-    def make_node(self, W, orders, weights):
-        return self._apply(W, orders, weights)
-
-    def connection_pattern(self, node):
-        return [[True, True], [False, False], [True, True]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        W, orders, weights = inputs
-        g_v, g_grad = cotangents
-        if not isinstance(g_grad.type, DisconnectedType):
-            return [grad_not_implemented(self, 0, W, "second derivatives of the loglik"),
-                    disconnected_type(),
-                    grad_not_implemented(self, 2, weights, "derivative of the gradient")]
-        if isinstance(g_v.type, DisconnectedType):
-            return [pt.zeros_like(W), disconnected_type(), pt.zeros_like(weights)]
-        return [g_v[..., None, None] * outputs[1], disconnected_type(),
-                g_v[..., None] * _loglik(W, orders)]
 
 
-class PartialOrderLoglikSum(_PartialOrderOp):
+class PartialOrderLoglikSum(SumOpMixin, _PartialOrderOp):
     """Value only, ``sum_n w_n log p_n`` (): what the rewrite below uses when no compiled output
     needs the gradient. Its pullback is the gradient output of the two-output Op."""
 
     gufunc_signature = "(m,m),(n,m),(n)->()"
-    output_names = ("total",)
-
-    def make_node(self, W, orders, weights):
-        return self._apply(W, orders, weights)
-
-    def connection_pattern(self, node):
-        return [[True], [False], [True]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        W, orders, weights = inputs
-        (g,) = cotangents
-        return [g[..., None, None] * _sum_and_grad(W, orders, weights)[1], disconnected_type(),
-                g[..., None] * _loglik(W, orders)]
 
 
-class PartialOrderLoglikAndGrad(_PartialOrderOp):
+class PartialOrderLoglikAndGrad(AndGradOpMixin, _PartialOrderOp):
     """Core Op: per-order ``log p`` (n,) and the gradient (M, M) of ``sum_n w_n log p_n``, from
     one table. Created by the rewrite ``local_fuse_partial_order_loglik_and_grad`` when a graph
     needs the per-order values and a gradient weighted by something that does not depend on
     them (``PartialRanking``'s logp: the weights are the counts). No gradient of its own."""
 
     gufunc_signature = "(m,m),(n,m),(n)->(n),(m,m)"
-    output_names = ("values", "grad")
-
-    def make_node(self, W, orders, weights):
-        return self._apply(W, orders, weights)
-
-    def pullback(self, inputs, outputs, cotangents):
-        return [grad_not_implemented(self, i, x, "gradient of the fused Op (a rewrite product)")
-                for i, x in enumerate(inputs)]
 
 
 _loglik = EmptyBatchBlockwise(PartialOrderLoglik())
@@ -270,69 +227,9 @@ def _kernel_numba(max_m, weights_name):
     return run
 
 
-# The numba implementations write into the output buffers PyTensor's Blockwise loop hands them
-# (``handles_out``, see pm_perm.ops.extern); called outside a Blockwise they allocate.
-
-
-@register_funcify_default_op_cache_key(PartialOrderLoglik)
-def _numba_partial_order_loglik(op, node, **kwargs):
-    run = _kernel_numba(op.max_m, "counts")
-
-    @numba_basic.numba_njit
-    def partial_order_loglik_numba(W, orders, out=None):
-        n = orders.shape[0]
-        if out is None:
-            out = np.empty(n)
-        run(W, orders, np.zeros(n), out, np.empty((0, 0)), 0)
-        return out
-
-    partial_order_loglik_numba.handles_out = True
-    return partial_order_loglik_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(PartialOrderLoglikSumAndGrad)
-def _numba_partial_order_loglik_sum_and_grad(op, node, **kwargs):
-    run = _kernel_numba(op.max_m, "counts")
-
-    @numba_basic.numba_njit
-    def partial_order_loglik_sum_and_grad_numba(W, orders, weights, out_v=None, out_g=None):
-        if out_v is None:
-            out_v, out_g = np.empty(()), np.empty(W.shape)
-        out_v[()] = run(W, orders, weights, np.empty(orders.shape[0]), out_g, 1)
-        return out_v, out_g
-
-    partial_order_loglik_sum_and_grad_numba.handles_out = True
-    return partial_order_loglik_sum_and_grad_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(PartialOrderLoglikSum)
-def _numba_partial_order_loglik_sum(op, node, **kwargs):
-    run = _kernel_numba(op.max_m, "counts")
-
-    @numba_basic.numba_njit
-    def partial_order_loglik_sum_numba(W, orders, weights, out=None):
-        if out is None:
-            out = np.empty(())
-        out[()] = run(W, orders, weights, np.empty(orders.shape[0]), np.empty((0, 0)), 0)
-        return out
-
-    partial_order_loglik_sum_numba.handles_out = True
-    return partial_order_loglik_sum_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(PartialOrderLoglikAndGrad)
-def _numba_partial_order_loglik_and_grad(op, node, **kwargs):
-    run = _kernel_numba(op.max_m, "weights")
-
-    @numba_basic.numba_njit
-    def partial_order_loglik_and_grad_numba(W, orders, weights, out_v=None, out_g=None):
-        if out_v is None:
-            out_v, out_g = np.empty(orders.shape[0]), np.empty(W.shape)
-        run(W, orders, weights, out_v, out_g, 1)
-        return out_v, out_g
-
-    partial_order_loglik_and_grad_numba.handles_out = True
-    return partial_order_loglik_and_grad_numba, _VERSION
+_OPS = (PartialOrderLoglik, PartialOrderLoglikSumAndGrad, PartialOrderLoglikSum,
+        PartialOrderLoglikAndGrad)
+register_ranking_numba(_OPS, _kernel_numba, "max_m", _VERSION)
 
 
 # ----------------------------------------------------------------------------- graph rewrites
@@ -343,39 +240,13 @@ local_partial_order_sum_value_only = register_value_only_rewrite(
     lambda core: EmptyBatchBlockwise(PartialOrderLoglikSum(core.max_m)), "gradient")
 
 
-def _core_of(var, cls):
-    node = var.owner
-    if node is None or not isinstance(node.op, Blockwise):
-        return None
-    return node if isinstance(node.op.core_op, cls) else None
-
-
-@register_specialize
-@node_rewriter([Blockwise])
-def local_fuse_partial_order_loglik_and_grad(fgraph, node):
+local_fuse_partial_order_loglik_and_grad = register_fuse_rewrite(
+    "local_fuse_partial_order_loglik_and_grad", _OPS, "max_m",
     """One table instead of two for per-order values + a gradient weighted independently of
     them (``sum(weights * loglik)`` with data weights, as in ``PartialRanking``'s logp): replace
     ``PartialOrderLoglik(W, orders)`` and the gradient output of
     ``PartialOrderLoglikSumAndGrad(W, orders, g)`` by one ``PartialOrderLoglikAndGrad`` node.
-    Only for one (M, M) matrix and unbatched weights."""
-    if not isinstance(node.op.core_op, PartialOrderLoglikSumAndGrad):
-        return None
-    W, orders, g = node.inputs
-    if W.type.ndim != 2 or orders.type.ndim != 2 or g.type.ndim != 1:
-        return None
-    if fgraph.clients.get(node.outputs[0]):
-        return None  # the weighted sum itself is used: keep the two-output Op
-    for client, _ in fgraph.clients[W]:
-        loglik = client if isinstance(client, Apply) else None
-        if (loglik is None or _core_of(loglik.outputs[0], PartialOrderLoglik) is None
-                or loglik.inputs[0] is not W or loglik.inputs[1] is not orders):
-            continue
-        if loglik.outputs[0] in ancestors([g]):
-            continue  # the weights depend on the values: they must come first
-        fused = EmptyBatchBlockwise(PartialOrderLoglikAndGrad(node.op.core_op.max_m))
-        values, grad = fused(W, orders, g)
-        return {loglik.outputs[0]: values, node.outputs[1]: grad}
-    return None
+    Only for one (M, M) matrix and unbatched weights.""")
 
 
 # ----------------------------------------------------------------------------- public helpers

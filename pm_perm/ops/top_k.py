@@ -25,15 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from numba import types
-from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
-from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
-from pytensor.graph.rewriting.basic import node_rewriter
-from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch import basic as numba_basic
-from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-from pytensor.tensor.blockwise import Blockwise
-from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.top_k import TOP_K_MAX_K, check_top_k_size, make_top_k_kernel
@@ -42,7 +35,15 @@ from pm_perm.ops._blockwise import (
     register_core_ops,
     register_value_only_rewrite,
 )
-from pm_perm.ops._ranking import RankingKernelOp
+from pm_perm.ops._ranking import (
+    AndGradOpMixin,
+    RankingKernelOp,
+    SumAndGradOpMixin,
+    SumOpMixin,
+    ValuesOpMixin,
+    register_fuse_rewrite,
+    register_ranking_numba,
+)
 from pm_perm.ops.extern import StatusError, c_contiguous_out, copy_back, extern_kernel
 
 __all__ = [
@@ -90,6 +91,14 @@ class _TopKOp(RankingKernelOp, Op):
     def _kernel(self, L, orders, weights, want_grad):
         return _run(L, orders, weights, want_grad)
 
+    @staticmethod
+    def _loglik_graph(x, orders):
+        return _loglik(x, orders)
+
+    @staticmethod
+    def _sum_and_grad_graph(x, orders, weights):
+        return _sum_and_grad(x, orders, weights)
+
     def _check_runtime(self, L, orders, weights=None):
         M, Q = L.shape
         check_top_k_size(M, Q - 1)
@@ -100,82 +109,30 @@ class _TopKOp(RankingKernelOp, Op):
             raise ValueError(f"{weights.shape[-1]} counts for {orders.shape[0]} orders")
 
 
-class TopKLoglik(_TopKOp):
+class TopKLoglik(ValuesOpMixin, _TopKOp):
     """Core Op: per-ballot ``log p`` for logits (M, K + 1) and orders (n, M) -> (n,)."""
 
     gufunc_signature = "(m,q),(n,m)->(n)"
-    output_names = ("values",)
-
-    def make_node(self, L, orders):
-        return self._apply(L, orders)
-
-    def connection_pattern(self, node):
-        return [[True], [False]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        L, orders = inputs
-        (g,) = cotangents
-        return [_sum_and_grad(L, orders, g)[1], disconnected_type()]
 
 
-class TopKLoglikSumAndGrad(_TopKOp):
+class TopKLoglikSumAndGrad(SumAndGradOpMixin, _TopKOp):
     """Core Op: ``(sum_n w_n log p_n (), its gradient (M, K + 1))`` from one kernel run."""
 
     gufunc_signature = "(m,q),(n,m),(n)->(),(m,q)"
-    output_names = ("total", "grad")
-
-    def make_node(self, L, orders, weights):
-        return self._apply(L, orders, weights)
-
-    def connection_pattern(self, node):
-        return [[True, True], [False, False], [True, True]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        L, orders, weights = inputs
-        g_v, g_grad = cotangents
-        if not isinstance(g_grad.type, DisconnectedType):
-            return [grad_not_implemented(self, 0, L, "second derivatives of the loglik"),
-                    disconnected_type(),
-                    grad_not_implemented(self, 2, weights, "derivative of the gradient")]
-        if isinstance(g_v.type, DisconnectedType):
-            return [pt.zeros_like(L), disconnected_type(), pt.zeros_like(weights)]
-        return [g_v[..., None, None] * outputs[1], disconnected_type(),
-                g_v[..., None] * _loglik(L, orders)]
 
 
-class TopKLoglikSum(_TopKOp):
+class TopKLoglikSum(SumOpMixin, _TopKOp):
     """Value only, ``sum_n w_n log p_n`` (): used by the rewrite when no output needs the
     gradient. Its pullback is the gradient output of the two-output Op."""
 
     gufunc_signature = "(m,q),(n,m),(n)->()"
-    output_names = ("total",)
-
-    def make_node(self, L, orders, weights):
-        return self._apply(L, orders, weights)
-
-    def connection_pattern(self, node):
-        return [[True], [False], [True]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        L, orders, weights = inputs
-        (g,) = cotangents
-        return [g[..., None, None] * _sum_and_grad(L, orders, weights)[1], disconnected_type(),
-                g[..., None] * _loglik(L, orders)]
 
 
-class TopKLoglikAndGrad(_TopKOp):
+class TopKLoglikAndGrad(AndGradOpMixin, _TopKOp):
     """Core Op: per-ballot ``log p`` (n,) and the gradient (M, K + 1) of ``sum_n w_n log p_n``
     from one kernel run; created by ``local_fuse_top_k_loglik_and_grad``. No gradient."""
 
     gufunc_signature = "(m,q),(n,m),(n)->(n),(m,q)"
-    output_names = ("values", "grad")
-
-    def make_node(self, L, orders, weights):
-        return self._apply(L, orders, weights)
-
-    def pullback(self, inputs, outputs, cotangents):
-        return [grad_not_implemented(self, i, x, "gradient of the fused Op (a rewrite product)")
-                for i, x in enumerate(inputs)]
 
 
 _loglik = EmptyBatchBlockwise(TopKLoglik())
@@ -241,65 +198,8 @@ def _kernel_numba(max_k, weights_name):
     return run
 
 
-@register_funcify_default_op_cache_key(TopKLoglik)
-def _numba_top_k_loglik(op, node, **kwargs):
-    run = _kernel_numba(op.max_k, "counts")
-
-    @numba_basic.numba_njit
-    def top_k_loglik_numba(L, orders, out=None):
-        n = orders.shape[0]
-        if out is None:
-            out = np.empty(n)
-        run(L, orders, np.zeros(n), out, np.empty((0, 0)), 0)
-        return out
-
-    top_k_loglik_numba.handles_out = True
-    return top_k_loglik_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(TopKLoglikSumAndGrad)
-def _numba_top_k_loglik_sum_and_grad(op, node, **kwargs):
-    run = _kernel_numba(op.max_k, "counts")
-
-    @numba_basic.numba_njit
-    def top_k_loglik_sum_and_grad_numba(L, orders, weights, out_v=None, out_g=None):
-        if out_v is None:
-            out_v, out_g = np.empty(()), np.empty(L.shape)
-        out_v[()] = run(L, orders, weights, np.empty(orders.shape[0]), out_g, 1)
-        return out_v, out_g
-
-    top_k_loglik_sum_and_grad_numba.handles_out = True
-    return top_k_loglik_sum_and_grad_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(TopKLoglikSum)
-def _numba_top_k_loglik_sum(op, node, **kwargs):
-    run = _kernel_numba(op.max_k, "counts")
-
-    @numba_basic.numba_njit
-    def top_k_loglik_sum_numba(L, orders, weights, out=None):
-        if out is None:
-            out = np.empty(())
-        out[()] = run(L, orders, weights, np.empty(orders.shape[0]), np.empty((0, 0)), 0)
-        return out
-
-    top_k_loglik_sum_numba.handles_out = True
-    return top_k_loglik_sum_numba, _VERSION
-
-
-@register_funcify_default_op_cache_key(TopKLoglikAndGrad)
-def _numba_top_k_loglik_and_grad(op, node, **kwargs):
-    run = _kernel_numba(op.max_k, "weights")
-
-    @numba_basic.numba_njit
-    def top_k_loglik_and_grad_numba(L, orders, weights, out_v=None, out_g=None):
-        if out_v is None:
-            out_v, out_g = np.empty(orders.shape[0]), np.empty(L.shape)
-        run(L, orders, weights, out_v, out_g, 1)
-        return out_v, out_g
-
-    top_k_loglik_and_grad_numba.handles_out = True
-    return top_k_loglik_and_grad_numba, _VERSION
+_OPS = (TopKLoglik, TopKLoglikSumAndGrad, TopKLoglikSum, TopKLoglikAndGrad)
+register_ranking_numba(_OPS, _kernel_numba, "max_k", _VERSION)
 
 
 # ----------------------------------------------------------------------------- graph rewrites
@@ -310,37 +210,12 @@ local_top_k_sum_value_only = register_value_only_rewrite(
     lambda core: EmptyBatchBlockwise(TopKLoglikSum(core.max_k)), "gradient")
 
 
-def _is_loglik(var):
-    node = var.owner
-    return (node is not None and isinstance(node.op, Blockwise)
-            and isinstance(node.op.core_op, TopKLoglik))
-
-
-@register_specialize
-@node_rewriter([Blockwise])
-def local_fuse_top_k_loglik_and_grad(fgraph, node):
+local_fuse_top_k_loglik_and_grad = register_fuse_rewrite(
+    "local_fuse_top_k_loglik_and_grad", _OPS, "max_k",
     """One kernel run instead of two for per-ballot values + a gradient weighted independently
     of them (``sum(weights * loglik)`` with data weights, as in ``TopKRanking``'s logp): replace
     ``TopKLoglik(L, orders)`` and the gradient output of ``TopKLoglikSumAndGrad(L, orders, g)``
-    by one ``TopKLoglikAndGrad`` node. Only for one (M, K + 1) matrix and unbatched weights."""
-    if not isinstance(node.op.core_op, TopKLoglikSumAndGrad):
-        return None
-    L, orders, g = node.inputs
-    if L.type.ndim != 2 or orders.type.ndim != 2 or g.type.ndim != 1:
-        return None
-    if fgraph.clients.get(node.outputs[0]):
-        return None  # the weighted sum itself is used: keep the two-output Op
-    for client, _ in fgraph.clients[L]:
-        loglik = client if isinstance(client, Apply) else None
-        if (loglik is None or not _is_loglik(loglik.outputs[0])
-                or loglik.inputs[0] is not L or loglik.inputs[1] is not orders):
-            continue
-        if loglik.outputs[0] in ancestors([g]):
-            continue  # the weights depend on the values: they must come first
-        fused = EmptyBatchBlockwise(TopKLoglikAndGrad(node.op.core_op.max_k))
-        values, grad = fused(L, orders, g)
-        return {loglik.outputs[0]: values, node.outputs[1]: grad}
-    return None
+    by one ``TopKLoglikAndGrad`` node. Only for one (M, K + 1) matrix and unbatched weights.""")
 
 
 # ----------------------------------------------------------------------------- public helpers
