@@ -118,28 +118,29 @@ def paired(fold_a, fold_b):
 
 
 def summarise(results):
+    """Markdown table; each difference over the folds both models ran (folds: PL, full, top-k)."""
     lines = ["| file | M, ballots, K | folds | PL per ballot | full - PL (tau) | "
              "top-k - PL (tau) | s / fit (PL, full, top-k) |", "|---|---|---|---|---|---|---|"]
     for name, e in results.items():
         folds = e["folds"]
-        if "plackett-luce" not in folds:
+        pl = folds.get("plackett-luce", [])
+        if not pl:
             continue
-        pl = folds["plackett-luce"]
-        n = min(len(v) for v in folds.values())
-        w = np.concatenate([x["counts"] for x in pl[:n]]).astype(float)
-        ll = np.concatenate([x["loglik"] for x in pl[:n]])
+        w = np.concatenate([x["counts"] for x in pl]).astype(float)
+        ll = np.concatenate([x["loglik"] for x in pl])
         cells = []
         for label in ("full", "top-k"):
-            if label not in folds:
+            if not folds.get(label):
                 cells.append("not run")
                 continue
-            m, se = paired(folds[label][:n], pl[:n])
-            taus = "/".join(f"{x['tau']:g}" for x in folds[label][:n])
+            m, se = paired(folds[label], pl)
+            taus = "/".join(f"{t:g}" for t in sorted({x["tau"] for x in folds[label]}))
             cells.append(f"{m:+.3f} +- {se:.3f} ({taus})")
-        secs = ", ".join(f"{np.mean([x['seconds'] for x in folds[k][:n]]):.0f}"
-                         for k in MODELS if k in folds)
+        runs = "/".join(str(len(folds.get(k, []))) for k in MODELS)
+        secs = ", ".join(f"{np.mean([x['seconds'] for x in folds[k]]):.0f}" if folds.get(k)
+                         else "-" for k in MODELS)
         lines.append(f"| {name} | {e['n_items']}, {e['n_rankings']}, {e['top_k_K']} | "
-                     f"{n} of {e['n_folds']} | {w @ ll / w.sum():.3f} | {cells[0]} | "
+                     f"{runs} of {e['n_folds']} | {w @ ll / w.sum():.3f} | {cells[0]} | "
                      f"{cells[1]} | {secs} |")
     return "\n".join(lines)
 
