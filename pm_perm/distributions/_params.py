@@ -47,6 +47,16 @@ def select_last(table, idx):
     return pt.sum(pt.switch(pt.eq(pt.arange(n), idx[..., None]), table, 0.0), axis=-1)
 
 
+def count_weights_np(weights, msg):
+    """``weights`` as float64 when every entry is a finite non-negative integer (ballots per
+    distinct order), else ``ValueError`` with ``msg`` and the first five entries. The draws'
+    check of a ranking distribution's ``weights`` (its ``logp`` checks them symbolically)."""
+    w = np.asarray(weights, dtype=np.float64)
+    if not np.all(np.isfinite(w) & (w >= 0) & (w == np.round(w))):
+        raise ValueError(f"{msg}; got {np.asarray(weights).ravel()[:5]}")
+    return w
+
+
 def ballot_weights_inputs(weights, length_probs, M, check_weights_np):
     """The ``weights`` (default 1) and ``length_probs`` (default empty: complete rankings)
     inputs of a ranking distribution on M items, as float64 tensors. Literal values are checked

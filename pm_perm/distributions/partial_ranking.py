@@ -16,7 +16,13 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
-from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
+from pm_perm.distributions._params import (
+    LOGITS_MSG,
+    count_weights_np,
+    logits_ok,
+    select_last,
+    simplex_ok,
+)
 from pm_perm.distributions._patterns import (
     ballot_length_numba,
     coarsen_draws,
@@ -47,9 +53,7 @@ _SIMPLEX_TOL = 1e-6
 def _check_draw_parameters(weights, length_probs, M):
     """The checks of :meth:`PartialRanking.logp` on the parameters, raising for draws (the
     logits are checked by the permutation sampler)."""
-    w = np.asarray(weights, dtype=np.float64)
-    if not np.all(np.isfinite(w) & (w >= 0) & (w == np.round(w))):
-        raise ValueError("PartialRanking: weights must be non-negative integers (counts)")
+    count_weights_np(weights, "PartialRanking: weights must be non-negative integers (counts)")
     if length_probs.shape[-1] not in (0, M + 1):
         raise ValueError(f"PartialRanking: length_probs must have M + 1 = {M + 1} entries")
     if length_probs.shape[-1] and not (

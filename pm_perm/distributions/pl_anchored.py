@@ -17,7 +17,11 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.blockwise import Blockwise
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
-from pm_perm.distributions._params import ballot_weights_inputs, weighted_ballot_logp
+from pm_perm.distributions._params import (
+    ballot_weights_inputs,
+    count_weights_np,
+    weighted_ballot_logp,
+)
 from pm_perm.distributions._patterns import (
     ballot_length_numba,
     coarsen_draws,
@@ -67,10 +71,7 @@ _blockwise_loglik = Blockwise(PLTiltedLoglik(), signature="(m),(m,m),(n,m)->(n)"
 
 
 def _check_weights_np(weights):
-    w = np.asarray(weights, dtype=np.float64)
-    if not np.all(np.isfinite(w)) or (w < 0).any() or not np.all(w == np.round(w)):
-        raise ValueError(f"{_WEIGHTS_MSG}; got {np.asarray(weights).ravel()[:5]}")
-    return w
+    return count_weights_np(weights, _WEIGHTS_MSG)
 
 
 class PLAnchoredRankingRV(IntegerRV):

@@ -14,7 +14,13 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 
 from pm_perm.distributions._ballots import ballot_arguments, ballot_logp
-from pm_perm.distributions._params import LOGITS_MSG, logits_ok, select_last, simplex_ok
+from pm_perm.distributions._params import (
+    LOGITS_MSG,
+    count_weights_np,
+    logits_ok,
+    select_last,
+    simplex_ok,
+)
 from pm_perm.distributions._patterns import (
     ballot_length_numba,
     coarsen_draws,
@@ -69,9 +75,7 @@ class TopKRankingRV(IntegerRV):
     @classmethod
     def rng_fn(cls, rng, logits, weights, length_probs, pattern, size):
         M, K = logits.shape[-2], logits.shape[-1] - 1
-        w = np.asarray(weights, dtype=np.float64)
-        if not np.all(np.isfinite(w) & (w >= 0) & (w == np.round(w))):
-            raise ValueError(f"TopKRanking: {_WEIGHTS_MSG}")
+        count_weights_np(weights, f"TopKRanking: {_WEIGHTS_MSG}")
         if length_probs.shape[-1] not in (0, K + 1) or (length_probs.shape[-1] and not (
                 np.all(length_probs >= 0)
                 and np.all(np.abs(length_probs.sum(-1) - 1.0) < _SIMPLEX_TOL))):
