@@ -192,7 +192,7 @@ def _check_data(args, data):
     if data.n_rankings == 0:
         raise ValueError(f"{args.data_file}: the file has no ballots (a header and no order "
                          "lines); nothing to fit")
-    longest = int(max(1, (np.asarray(data.orders) >= 0).sum(axis=1).max()))
+    longest = int(max(1, data.ranked_lengths().max()))
     if args.top_k is None and (args.model == "top-k" or args.compare):
         args.top_k = min(longest, data.n_items)
     try:

@@ -580,7 +580,7 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
         raise ValueError("top_k_model has one population only (components=1): mixtures of the "
                          "top-k model are not implemented yet")
     M = data.n_items
-    longest = int(max(1, (np.asarray(data.orders) >= 0).sum(axis=1).max()))
+    longest = int(max(1, data.ranked_lengths().max()))
     K = longest if K is None else K
     if isinstance(K, bool) or not isinstance(K, int | np.integer) or not 1 <= K <= M:
         raise ValueError(f"K must be an integer in 1..M = {M} (positions modelled); got {K!r}")
