@@ -5,8 +5,10 @@ the integer version its registration returns; it does NOT see changes in the ker
 calls. A stale cache silently runs old kernels (we hit this: an outdated two-table DP kept
 running inside compiled graphs after the kernel changed). So every registration returns
 :func:`code_version` of its own module, which hashes that module, every kernel source file and
-``pm_perm/ops/extern.py`` (how graphs call the kernels): any change to the numerics or to the
-calling convention invalidates the cached graphs.
+``pm_perm/ops/extern.py`` (how graphs call the kernels) and the distributions' private helper
+modules (``pm_perm/distributions/_*.py``: the draw functions call, e.g., the pattern coarsening of
+``_patterns.py``): any change to the numerics or to the calling convention invalidates the cached
+graphs.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ _KERNELS = Path(__file__).resolve().parent
 # graph is a crash, not a wrong number)
 _CALLING_CONVENTION = _KERNELS.parent / "ops" / "extern.py"
 
+# helpers the compiled draw functions of the distributions call (coarsening to a pattern, ...)
+_DRAW_HELPERS = _KERNELS.parent / "distributions"
+
 
 def _kernels_crc() -> int:
     crc = 0
-    for path in [*sorted(_KERNELS.glob("*.py")), _CALLING_CONVENTION]:
+    for path in [*sorted(_KERNELS.glob("*.py")), _CALLING_CONVENTION,
+                 *sorted(_DRAW_HELPERS.glob("_*.py"))]:
         crc = zlib.crc32(path.read_bytes(), crc)
     return crc
 
