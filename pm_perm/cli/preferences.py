@@ -176,10 +176,6 @@ def _check_args(args):
         raise ValueError("--learn-positions applies to --model rank-one only")
     if args.top_k is not None and args.model != "top-k" and not args.compare:
         raise ValueError("--top-k applies to --model top-k (or --compare) only")
-    if args.model == "top-k" and args.components > 1:
-        raise ValueError(f"--model top-k has one population (mixtures of the top-k model are not "
-                         f"implemented yet): use --components 1, or --components "
-                         f"{args.components} with --model plackett-luce")
     check_outputs({"--json": args.json}, [src], overwrite=args.overwrite,
                   directories={"--plots": (args.plots, plot_files(args.components))})
 

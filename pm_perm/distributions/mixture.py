@@ -36,11 +36,14 @@ from pm_perm.distributions._ballots import distinct_rows, observed_ballots, per_
 from pm_perm.distributions._patterns import pattern_input
 from pm_perm.distributions.partial_ranking import PartialRankingRV
 from pm_perm.distributions.plackett_luce import PlackettLuceRV
+from pm_perm.distributions.top_k import TopKRankingRV
 from pm_perm.kernels.rank_form import validate_orders
 
 __all__ = ["RankingMixture", "RankingMixtureRV", "mixture_memberships"]
 
-_COMPONENT_RVS = (PlackettLuceRV, PartialRankingRV)
+_COMPONENT_RVS = (PlackettLuceRV, PartialRankingRV, TopKRankingRV)
+_COMPONENT_NAMES = {PlackettLuceRV: "PlackettLuce", PartialRankingRV: "PartialRanking",
+                    TopKRankingRV: "TopKRanking"}
 _COUNTS_MSG = "weights must be non-negative integers (ballots per distinct order)"
 
 
@@ -109,7 +112,7 @@ def _with_pattern(component, pattern):
     *params, own = node.op.dist_params(node)
     if own.type.shape[-1] != 0:
         return component
-    name = "PlackettLuce" if isinstance(node.op, PlackettLuceRV) else "PartialRanking"
+    name = _COMPONENT_NAMES[type(node.op)]
     _, rv = node.op(*params, pattern_input(pattern, None, name), rng=node.op.rng_param(node),
                     return_next_rng=True)
     return rv
@@ -177,7 +180,8 @@ class RankingMixture(Mixture):
     w : tensor_like of float, shape (K,)
         Mixture weights (non-negative, summing to 1).
     comp_dists : list of K unnamed distributions
-        :class:`~pm_perm.PlackettLuce` or :class:`~pm_perm.PartialRanking` ``.dist`` s of the same
+        :class:`~pm_perm.PlackettLuce`, :class:`~pm_perm.PartialRanking` or
+        :class:`~pm_perm.TopKRanking` ``.dist`` s of the same
         number of items, without ``weights`` (give the counts to the mixture). A component with
         ``length_probs`` draws top-k ballots, and its ``log length_probs[k]`` term enters the
         mixture (give every component the same ``length_probs`` for a length model shared by
@@ -268,8 +272,8 @@ class RankingMixture(Mixture):
         for c in comps:
             op = getattr(getattr(c, "owner", None), "op", None)
             if not isinstance(op, _COMPONENT_RVS):
-                raise ValueError("RankingMixture components must be PlackettLuce.dist or "
-                                 f"PartialRanking.dist variables; got {c}")
+                raise ValueError("RankingMixture components must be PlackettLuce.dist, "
+                                 f"PartialRanking.dist or TopKRanking.dist variables; got {c}")
             w_c = op.dist_params(c.owner)[1]
             try:
                 unit = bool(np.all(pt.get_underlying_scalar_constant_value(w_c) == 1.0))

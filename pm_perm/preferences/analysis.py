@@ -2,7 +2,7 @@
 
 Every function takes the posterior as returned by
 :func:`pm_perm.preferences.fitting.posterior_params` (``params``: W (S, K, M, M) or Plackett-Luce
-u (S, K, M), or the top-k model's logits (S, 1, M, k + 1); ``weights`` (S, K), each row a
+u (S, K, M), or the top-k model's logits (S, K, M, k + 1); ``weights`` (S, K), each row a
 probability vector; ``length_probs`` (S, M + 1), top-k (S, k + 1); S = 1 for a MAP point)
 and the model ``family``; a ``post`` built by hand whose shapes or weights are not these raises
 ``ValueError``. Rank form as in :class:`~pm_perm.preferences.data.RankingData`.
@@ -47,9 +47,8 @@ def _check_post(post, family):
     if family == "plackett-luce" and len(shape) != 3:
         raise ValueError(f"post['params'] must be utilities u (S, K, M) for family "
                          f"'plackett-luce'; got shape {shape} (is family right?)")
-    if family == "top-k" and (len(shape) != 4 or shape[1] != 1
-                              or not 2 <= shape[-1] <= shape[-2] + 1):
-        raise ValueError(f"post['params'] must be top-k logits (S, 1, M, K + 1), 1 <= K <= M, "
+    if family == "top-k" and (len(shape) != 4 or not 2 <= shape[-1] <= shape[-2] + 1):
+        raise ValueError(f"post['params'] must be top-k logits (S, C, M, K + 1), 1 <= K <= M, "
                          f"for family 'top-k'; got shape {shape} (is family right?)")
     if family in ("rank-one", "full") and (len(shape) != 4 or shape[-1] != shape[-2]):
         raise ValueError(f"post['params'] must be logits W (S, K, M, M) for family {family!r}; "
@@ -89,7 +88,7 @@ def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False, p
 
 
 def _draw_component_marginals(post, family, n_per_draw, rng):
-    """Per-draw, per-component item x position marginals (S, K, M, M); top-k (S, 1, M, K + 1)
+    """Per-draw, per-component item x position marginals (S, K, M, M); top-k (S, C, M, K + 1)
     (the last column: not in the top K)."""
     _check_post(post, family)
     params = post["params"]
@@ -113,7 +112,7 @@ def _draw_component_marginals(post, family, n_per_draw, rng):
 
 def component_position_marginals(post, family, *, n_per_draw=2000, rng=None):
     """Bloc profiles: ``P[k, i, j] = p(item i at position j | component k)``, (K, M, M); for
-    family ``"top-k"`` (1, M, K + 1), as :func:`position_marginals`.
+    family ``"top-k"`` (C, M, K + 1), as :func:`position_marginals`.
 
     Averaged over draws (use relabelled draws, :func:`~pm_perm.preferences.fitting.fit_nuts`).
     Exact for W models; Plackett-Luce by ``n_per_draw`` exact draws per draw and component.
@@ -166,7 +165,13 @@ def pairwise_probabilities(post, family, *, n_per_draw=1000, rng=None):
 
 
 def _complete_logp(family, params_k, y):
-    """log p(complete rankings y (n, M) rank form) under one component."""
+    """log p(complete rankings y (n, M) rank form) under one component; top-k: log p of their
+    top-K lists (the other items are exchangeable)."""
+    if family == "top-k":
+        from pm_perm.kernels.top_k import top_k_loglik
+
+        K = params_k.shape[-1] - 1
+        return top_k_loglik(params_k, np.where(y < K, y, -1))
     if family == "plackett-luce":
         order = np.argsort(y, axis=1)  # items first to last
         u = params_k[order]
@@ -194,10 +199,11 @@ def _mode(family, params, weights):
     else:
         from pm_perm.kernels.matching import max_weight_matching
 
+        square = params
         if family == "top-k":
             M, K = params.shape[-2], params.shape[-1] - 1
-            params = np.concatenate([params[..., :K], np.repeat(params[..., K:], M - K, -1)], -1)
-        cands = max_weight_matching(params)
+            square = np.concatenate([params[..., :K], np.repeat(params[..., K:], M - K, -1)], -1)
+        cands = max_weight_matching(square)
     if params.shape[0] == 1:
         return cands[0]
     logp = np.logaddexp.reduce([np.log(weights[k]) + _complete_logp(family, params[k], cands)

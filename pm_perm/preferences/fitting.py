@@ -431,7 +431,7 @@ def posterior_params(source, family):
     Returns
     -------
     dict
-        ``"params"``: W (S, K, M, M), the top-k model's logits (S, 1, M, k + 1) or u (S, K, M);
+        ``"params"``: W (S, K, M, M), the top-k model's logits (S, K, M, k + 1) or u (S, K, M);
         ``"weights"`` (S, K); ``"length_probs"`` (S, M + 1), for top-k (S, k + 1). S = 1 for a
         MAP point; draws flattened over chains.
 

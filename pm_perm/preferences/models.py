@@ -557,18 +557,21 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
     tau : float, optional
         A fixed deviation scale ``>= 0`` (the ``pm.Data`` ``"tau"``) instead of the prior.
     components : int
-        1 only (mixtures of the top-k model are not implemented yet).
+        Number of mixture components ``C``: with ``C > 1`` the ballots are an observed
+        :class:`~pm_perm.distributions.RankingMixture` of ``C`` top-k components (own ``u``
+        and ``delta``, shared ``tau`` and ``length_probs``, ``mixture_weights ~
+        Dirichlet(1)``), as :func:`full_model`'s mixtures.
 
     Returns
     -------
     RankingModel
-        Family ``"top-k"``; deterministic ``"W"`` (1, M, K + 1), the logits.
+        Family ``"top-k"``; deterministic ``"W"`` (C, M, K + 1), the logits.
 
     Raises
     ------
     ValueError
-        As :func:`full_model`; also ``K`` not in ``1..M``, ballots longer than ``K``, K beyond
-        ``TOP_K_MAX_K`` or the memory budget, or ``components`` other than 1.
+        As :func:`full_model`; also ``K`` not in ``1..M``, ballots longer than ``K``, or K
+        beyond ``TOP_K_MAX_K`` or the memory budget.
     """
     from pm_perm.distributions import TopKRanking
     from pm_perm.kernels.top_k import check_top_k_size
@@ -576,9 +579,6 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
     prior_sigma = _check_scale("prior_sigma", prior_sigma)
     shrinkage_scale = _check_scale("shrinkage_scale", shrinkage_scale)
     _check_data(data, components)
-    if components != 1:
-        raise ValueError("top_k_model has one population only (components=1): mixtures of the "
-                         "top-k model are not implemented yet")
     M = data.n_items
     longest = int(max(1, data.ranked_lengths().max()))
     K = longest if K is None else K
@@ -591,10 +591,10 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
     K = int(K)
     if tau is not None:
         tau = _check_fixed_tau(tau)
-    coords = {**_coords(data, 1), "top_position": np.arange(K + 1),
+    coords = {**_coords(data, components), "top_position": np.arange(K + 1),
               "top_length": np.arange(K + 1), "top_position_basis": np.arange(K)}
     with pm.Model(coords=coords) as model:
-        u = _utilities(data, 1, prior_sigma, item_features)
+        u = _utilities(data, components, prior_sigma, item_features)
         c = _positions(M, False, positions)
         c_out = pt.mean(c[K:]) if K < M else pt.zeros(())
         mean = u[:, :, None] * pt.concatenate([c[:K], c_out[None]])[None, None, :]
@@ -603,15 +603,23 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
         delta = pm.Normal("delta_raw", 0.0, 1.0,
                           dims=("component", "item_basis", "top_position_basis"))
         Bm, Bk = zero_sum_basis(M), zero_sum_basis(K + 1)
-        T = pt.tensordot(delta, Bk, axes=([2], [1]))  # (1, M - 1, K + 1)
+        T = pt.tensordot(delta, Bk, axes=([2], [1]))  # (C, M - 1, K + 1)
         dev = pt.tensordot(Bm, T, axes=([1], [1])).dimshuffle(1, 0, 2)
         W = pm.Deterministic("W", mean + tau * dev, dims=("component", "item", "top_position"))
         length_probs = pm.Dirichlet("length_probs", a=np.ones(K + 1), dims="top_length")
         orders = pm.Data("orders", data.orders, dims=("order", "item"))
         counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
-        TopKRanking("ballots", logits=W[0], weights=counts, length_probs=length_probs,
-                    observed=orders, dims=("ballot", "item"))
-    return RankingModel(model, "top-k", 1, data)
+        if components == 1:
+            TopKRanking("ballots", logits=W[0], weights=counts, length_probs=length_probs,
+                        observed=orders, dims=("ballot", "item"))
+        else:
+            from pm_perm.distributions import RankingMixture
+
+            w = pm.Dirichlet("mixture_weights", a=np.ones(components), dims="component")
+            comps = [TopKRanking.dist(W[k], length_probs=length_probs)
+                     for k in range(components)]
+            RankingMixture("ballots", w=w, comp_dists=comps, weights=counts, observed=orders)
+    return RankingModel(model, "top-k", components, data)
 
 
 #: ``parametrization="auto"`` of :func:`full_model` is centred from this many ballots per entry

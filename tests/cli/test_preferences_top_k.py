@@ -63,7 +63,6 @@ def test_full_beyond_the_limit_names_the_top_k_flag(top5, tmp_path, capsys):
                                            "use --top-k 5"),
     (["--model", "full", "--top-k", "5"], "--top-k applies to --model top-k"),
     (["--model", "top-k", "--top-k", "31"], "K = 31 positions for M = 30"),
-    (["--model", "top-k", "--components", "2"], "use --components 1"),
 ])
 def test_bad_top_k_refused_before_any_fit(top5, tmp_path, capsys, monkeypatch, extra, match):
     def boom(*a, **k):
@@ -79,3 +78,35 @@ def test_compare_fits_the_models_that_apply(top5):
         "plackett-luce", "top-k"]
     small = simulate_rankings(20, utilities=[1.0, 0.0, -1.0], rng=0)
     assert all(rankings_cli._applies(m, small, 3) for m in rankings_cli.MODELS)
+
+
+def test_top_k_mixture_reports_blocs_whose_likelihood_is_the_reported_one(tmp_path):
+    """--model top-k --components 2 on two opposite blocs (6 items, top-3 ballots): the JSON's
+    blocs (weights, logits) give the reported training log-likelihood exactly (the mixture of
+    the top-k kernel's likelihoods), and they are the two blocs."""
+    from scipy.special import logsumexp
+
+    from pm_perm.kernels.top_k_sampler import sample_top_k
+    from pm_perm.preferences.data import RankingData
+
+    rng = np.random.default_rng(5)
+    m = 6
+    L1 = np.concatenate([np.outer(np.linspace(2.0, -2.0, m), [3.0, 2.0, 1.0]),
+                         np.zeros((m, 1))], 1)
+    orders = np.concatenate([sample_top_k(L1, size=(150,), rng=rng),
+                             sample_top_k(L1[::-1], size=(150,), rng=rng)])
+    path = tmp_path / "blocs.soi"
+    write_preflib(RankingData.from_orders(orders), path)
+    out = tmp_path / "mix.json"
+    assert main(["preferences", str(path), "--model", "top-k", "--components", "2",
+                 "--starts", "2", "--quiet", "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["model"] == "top-k" and res["components"] == 2 and res["top_k"] == 3
+    w = np.array([b["weight"] for b in res["blocs"]])
+    L = np.array([b["logits"] for b in res["blocs"]])  # (2, m, K + 1)
+    np.testing.assert_allclose(np.sort(w), [0.5, 0.5], atol=0.08)
+    assert sorted(int(np.argmax(L[c, :, 0])) for c in range(2)) == [0, m - 1]
+    data = read_preflib(path)
+    mix = logsumexp(np.log(w)[:, None] + top_k_loglik(L, data.orders), axis=0)
+    assert res["train"]["loglik_per_ranking"] == pytest.approx(
+        data.counts @ mix / data.n_rankings, rel=1e-8)

@@ -53,5 +53,59 @@ def test_bad_k_and_components_are_named():
         rmod.top_k_model(data, K=2)
     with pytest.raises(ValueError, match="K must be an integer in 1..M = 7"):
         rmod.top_k_model(data, K=8)
-    with pytest.raises(ValueError, match="one population only"):
-        rmod.top_k_model(data, components=2)
+    with pytest.raises(ValueError, match="components"):
+        rmod.top_k_model(data, components=0)
+
+
+def _mixture_point(rm, seed):
+    rng = np.random.default_rng(seed)
+    return {k: v + rng.normal(scale=0.5, size=np.shape(v))
+            for k, v in rm.model.initial_point().items()}
+
+
+def test_mixture_likelihood_is_the_exact_marginal_over_components():
+    """C = 2: the observed ballots' logp is sum_i counts_i (logsumexp_c(log w_c + log p_c(t_i))
+    + log length_probs[k_i]), each component's log p_c by the top-k kernel (itself checked
+    against brute force in tests/kernels/test_top_k.py); the pointwise log-likelihood has one
+    row per ballot, each its own value."""
+    from scipy.special import logsumexp
+
+    from pm_perm.kernels.top_k import top_k_loglik
+
+    data = _data(M=6, K=3, n=120, seed=3)
+    rm = rmod.top_k_model(data, tau=0.8, components=2)
+    model = rm.model
+    assert model["W"].eval().shape == (2, 6, 4)
+    point = _mixture_point(rm, 2)
+    W, lp_len, w = model.compile_fn(model.replace_rvs_by_values(
+        [model["W"], model["length_probs"], model["mixture_weights"]]),
+        inputs=model.value_vars, on_unused_input="ignore")(point)
+    logp = model.compile_logp(vars=[model["ballots"]], jacobian=False)(point)
+    comp = top_k_loglik(W, data.orders)  # (2, n_distinct)
+    k = (data.orders >= 0).sum(1)
+    per_order = logsumexp(np.log(w)[:, None] + comp, axis=0) + np.log(lp_len[k])
+    np.testing.assert_allclose(logp, data.counts @ per_order, rtol=1e-10)
+    rows = model.compile_fn(model.logp(vars=[model["ballots"]], sum=False)[0],
+                            inputs=model.value_vars, on_unused_input="ignore")(point)
+    assert rows.shape == (data.n_rankings,)
+    np.testing.assert_allclose(rows, np.repeat(per_order, data.counts), rtol=1e-10)
+
+
+def test_mixture_map_separates_two_blocs():
+    """Two blocs with opposite top-3 preferences (M = 6, 600 ballots each): the two-component
+    MAP (multi-start) finds both, weights near 0.5, each component's favourite one bloc's."""
+    from pm_perm.preferences.fitting import fit_map
+
+    rng = np.random.default_rng(5)
+    M = 6
+    u = np.linspace(2.0, -2.0, M)
+    L1 = np.concatenate([np.outer(u, [3.0, 2.0, 1.0]), np.zeros((M, 1))], 1)
+    orders = np.concatenate([sample_top_k(L1, size=(600,), rng=rng),
+                             sample_top_k(L1[::-1], size=(600,), rng=rng)])
+    data = RankingData.from_orders(orders)
+    two = fit_map(rmod.top_k_model(data, tau=0.5, components=2), seed=0, n_starts=3)
+    np.testing.assert_allclose(np.sort(np.asarray(two["mixture_weights"])), [0.5, 0.5],
+                               atol=0.06)
+    W = np.asarray(two["W"])  # (2, M, K + 1)
+    firsts = sorted(int(np.argmax(W[c, :, 0])) for c in range(2))
+    assert firsts == [0, M - 1]
