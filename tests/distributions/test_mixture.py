@@ -157,7 +157,8 @@ def test_memberships_of_a_model_variable_with_counts_are_per_ballot():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"comp_dists": [pm_perm.PlackettLuce.dist(U[0])]}, "at least 2 components"),
-    ({"comp_dists": [pm.Normal.dist(), pm.Normal.dist()]}, "PlackettLuce.dist or"),
+    ({"comp_dists": [pm.Normal.dist(), pm.Normal.dist()]},
+         "PlackettLuce.dist, PartialRanking.dist or TopKRanking.dist"),
     ({"comp_dists": [pm_perm.PlackettLuce.dist(u, weights=2) for u in U]},
      "must not have weights"),
     ({"comp_dists": [pm_perm.PlackettLuce.dist(u) for u in U], "weights": [1, 2]},
