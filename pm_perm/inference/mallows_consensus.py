@@ -345,6 +345,11 @@ class MallowsConsensusGibbs(BlockedStep):
         rate = acc / (self.n_sweeps * self._moves) if self.update_rho else np.nan
         return new, [{"accept_rate": rate}]
 
+    def __getstate__(self):
+        # the bit generator's pointers are of this process and this generator: never pickled
+        # (pm.sample's worker processes, copies of the step), rebuilt at the next step
+        return {**self.__dict__, "_bitgen": None, "_bitgen_rng": None}
+
     def reset_tuning(self):
         return
 
