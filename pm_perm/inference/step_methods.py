@@ -369,7 +369,12 @@ def register_step_method():
     """Register :class:`PermutationLeapShift` and :class:`PermutationSwapMetropolis` in PyMC's
     step-method registry (idempotent), the leap-and-shift step ahead of the swap step so that
     ``pm.sample`` picks it for permutation variables (PyMC takes the first of equally competent
-    methods)."""
+    methods), and :class:`~pm_perm.inference.mallows_consensus.MallowsConsensusGibbs` first of
+    all (IDEAL only for the alpha and rho of a Mallows model with a latent consensus)."""
+    from pm_perm.inference.mallows_consensus import MallowsConsensusGibbs
+
+    if MallowsConsensusGibbs not in STEP_METHODS:
+        STEP_METHODS.insert(0, MallowsConsensusGibbs)
     if PermutationSwapMetropolis not in STEP_METHODS:
         STEP_METHODS.append(PermutationSwapMetropolis)
     if PermutationLeapShift not in STEP_METHODS:
