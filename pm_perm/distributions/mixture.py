@@ -34,13 +34,15 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from pm_perm.distributions._ballots import distinct_rows, observed_ballots, per_ballot
 from pm_perm.distributions._patterns import pattern_input
+from pm_perm.distributions.mallows import MallowsRV
 from pm_perm.distributions.partial_ranking import PartialRankingRV
 from pm_perm.distributions.plackett_luce import PlackettLuceRV
 from pm_perm.kernels.rank_form import validate_orders
 
 __all__ = ["RankingMixture", "RankingMixtureRV", "mixture_memberships"]
 
-_COMPONENT_RVS = (PlackettLuceRV, PartialRankingRV)
+_COMPONENT_RVS = (PlackettLuceRV, PartialRankingRV)  # with a draw pattern and count weights
+_ANY_COMPONENT_RVS = (*_COMPONENT_RVS, MallowsRV)  # Mallows: complete rankings, no counts
 _COUNTS_MSG = "weights must be non-negative integers (ballots per distinct order)"
 
 
@@ -96,9 +98,10 @@ def _unsized(component):
     batch only; the pattern enters the draws only), so that its logp is built on the rows it
     is given, nothing broadcast to the mixture's rows."""
     node = component.owner
-    *params, _pattern = node.op.dist_params(node)
-    _, rv = node.op(*params, pattern_input(None, None, ""), rng=node.op.rng_param(node),
-                    return_next_rng=True)
+    params = node.op.dist_params(node)
+    if isinstance(node.op, _COMPONENT_RVS):
+        params = [*params[:-1], pattern_input(None, None, "")]
+    _, rv = node.op(*params, rng=node.op.rng_param(node), return_next_rng=True)
     return rv
 
 
@@ -267,9 +270,11 @@ class RankingMixture(Mixture):
                              f"{len(comps)}")
         for c in comps:
             op = getattr(getattr(c, "owner", None), "op", None)
-            if not isinstance(op, _COMPONENT_RVS):
-                raise ValueError("RankingMixture components must be PlackettLuce.dist or "
-                                 f"PartialRanking.dist variables; got {c}")
+            if not isinstance(op, _ANY_COMPONENT_RVS):
+                raise ValueError("RankingMixture components must be PlackettLuce.dist, "
+                                 f"PartialRanking.dist or Mallows.dist variables; got {c}")
+            if isinstance(op, MallowsRV):
+                continue
             w_c = op.dist_params(c.owner)[1]
             try:
                 unit = bool(np.all(pt.get_underlying_scalar_constant_value(w_c) == 1.0))
