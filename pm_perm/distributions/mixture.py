@@ -184,7 +184,9 @@ class RankingMixture(Mixture):
         number of items, without ``weights`` (give the counts to the mixture). A component with
         ``length_probs`` draws top-k ballots, and its ``log length_probs[k]`` term enters the
         mixture (give every component the same ``length_probs`` for a length model shared by
-        the components).
+        the components). Or :class:`~pm_perm.Mallows` ``.dist`` s (complete rankings; each
+        ``rho_k`` may be a latent permutation: clusters of assessors,
+        :mod:`pm_perm.preferences.mallows_clusters`).
     weights : tensor_like of int, shape (n,), optional
         With ``observed`` the distinct orders (n, M): the count of each. The variable then holds
         one row per BALLOT (``orders[i]`` repeated ``weights[i]`` times): one pointwise
