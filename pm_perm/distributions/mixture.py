@@ -273,8 +273,9 @@ class RankingMixture(Mixture):
         for c in comps:
             op = getattr(getattr(c, "owner", None), "op", None)
             if not isinstance(op, _ANY_COMPONENT_RVS):
-                raise ValueError("RankingMixture components must be PlackettLuce.dist, "
-                                 f"PartialRanking.dist or Mallows.dist variables; got {c}")
+                raise ValueError("RankingMixture components must be PlackettLuce.dist or "
+                                 "PartialRanking.dist variables (or Mallows.dist, complete "
+                                 f"rankings); got {c}")
             if isinstance(op, MallowsRV):
                 continue
             w_c = op.dist_params(c.owner)[1]

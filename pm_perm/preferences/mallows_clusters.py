@@ -131,8 +131,8 @@ def mallows_mixture_model(rankings, n_clusters, *, distance="footrule", alpha_ra
     >>> import numpy as np
     >>> R = np.array([[0, 1, 2], [0, 2, 1], [2, 1, 0], [2, 0, 1]])
     >>> model = mallows_mixture_model(R, 2)
-    >>> sorted(v.name for v in model.free_RVs), model["rho"].type.shape
-    (['alpha', 'rho', 'w'], (2, 3))
+    >>> sorted(v.name for v in model.free_RVs), model["rho"].shape.eval().tolist()
+    (['alpha', 'rho', 'w'], [2, 3])
     """
     if item_names is None:
         item_names = getattr(rankings, "item_names", None)
