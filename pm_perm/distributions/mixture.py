@@ -34,6 +34,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from pm_perm.distributions._ballots import distinct_rows, observed_ballots, per_ballot
 from pm_perm.distributions._patterns import pattern_input
+from pm_perm.distributions.mallows import MallowsRV
 from pm_perm.distributions.partial_ranking import PartialRankingRV
 from pm_perm.distributions.plackett_luce import PlackettLuceRV
 from pm_perm.distributions.top_k import TopKRankingRV
@@ -41,9 +42,11 @@ from pm_perm.kernels.rank_form import validate_orders
 
 __all__ = ["RankingMixture", "RankingMixtureRV", "mixture_memberships"]
 
+# with a draw pattern and count weights
 _COMPONENT_RVS = (PlackettLuceRV, PartialRankingRV, TopKRankingRV)
 _COMPONENT_NAMES = {PlackettLuceRV: "PlackettLuce", PartialRankingRV: "PartialRanking",
                     TopKRankingRV: "TopKRanking"}
+_ANY_COMPONENT_RVS = (*_COMPONENT_RVS, MallowsRV)  # Mallows: complete rankings, no counts
 _COUNTS_MSG = "weights must be non-negative integers (ballots per distinct order)"
 
 
@@ -99,9 +102,10 @@ def _unsized(component):
     batch only; the pattern enters the draws only), so that its logp is built on the rows it
     is given, nothing broadcast to the mixture's rows."""
     node = component.owner
-    *params, _pattern = node.op.dist_params(node)
-    _, rv = node.op(*params, pattern_input(None, None, ""), rng=node.op.rng_param(node),
-                    return_next_rng=True)
+    params = node.op.dist_params(node)
+    if isinstance(node.op, _COMPONENT_RVS):
+        params = [*params[:-1], pattern_input(None, None, "")]
+    _, rv = node.op(*params, rng=node.op.rng_param(node), return_next_rng=True)
     return rv
 
 
@@ -185,7 +189,9 @@ class RankingMixture(Mixture):
         number of items, without ``weights`` (give the counts to the mixture). A component with
         ``length_probs`` draws top-k ballots, and its ``log length_probs[k]`` term enters the
         mixture (give every component the same ``length_probs`` for a length model shared by
-        the components).
+        the components). Or :class:`~pm_perm.Mallows` ``.dist`` s (complete rankings; each
+        ``rho_k`` may be a latent permutation: clusters of assessors,
+        :mod:`pm_perm.preferences.mallows_clusters`).
     weights : tensor_like of int, shape (n,), optional
         With ``observed`` the distinct orders (n, M): the count of each. The variable then holds
         one row per BALLOT (``orders[i]`` repeated ``weights[i]`` times): one pointwise
@@ -271,9 +277,12 @@ class RankingMixture(Mixture):
                              f"{len(comps)}")
         for c in comps:
             op = getattr(getattr(c, "owner", None), "op", None)
-            if not isinstance(op, _COMPONENT_RVS):
+            if not isinstance(op, _ANY_COMPONENT_RVS):
                 raise ValueError("RankingMixture components must be PlackettLuce.dist, "
-                                 f"PartialRanking.dist or TopKRanking.dist variables; got {c}")
+                                 "PartialRanking.dist or TopKRanking.dist variables (or "
+                                 f"Mallows.dist, complete rankings); got {c}")
+            if isinstance(op, MallowsRV):
+                continue
             w_c = op.dist_params(c.owner)[1]
             try:
                 unit = bool(np.all(pt.get_underlying_scalar_constant_value(w_c) == 1.0))
