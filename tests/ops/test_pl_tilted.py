@@ -56,13 +56,12 @@ def test_shape_errors_are_named():
 def test_values_and_data_weighted_gradient_share_one_kernel_run(mode):
     # sum(counts * loglik) and its gradient (PLAnchoredRanking's MAP objective): the rewrite
     # local_fuse_pl_tilted_loglik_and_grad leaves ONE kernel node, with the unfused numbers
+    from pm_perm._modes import PYTHON_MODE
     from pm_perm.ops.pl_tilted import (
         PLTiltedLoglik,
         PLTiltedLoglikAndGrad,
         PLTiltedLoglikSumAndGrad,
     )
-
-    from pm_perm._modes import PYTHON_MODE
 
     mode = PYTHON_MODE if mode == "PYTHON" else pytensor.compile.mode.get_mode(mode)
     u0, D0, orders, w = _inputs(4, seed=3)
