@@ -218,19 +218,27 @@ def _numba_pl_tilted_loglik(op, node, **kwargs):
     return pl_tilted_loglik_numba, _VERSION
 
 
+@numba_basic.numba_njit
+def _weighted_run(u, D, orders, weights):
+    """``(total, values (n,), d/du (M,), d/dD (M, M))`` of one weighted kernel run (the two
+    weighted Ops' numba implementations)."""
+    if not _shapes_ok(u, D, orders):
+        raise ValueError("utilities (M,) need tilt logits (M, M) and orders (n, M)")
+    if weights.shape[0] != orders.shape[0]:
+        raise ValueError("counts must have one entry per order")
+    M, n = u.shape[0], orders.shape[0]
+    values, gu, gD = np.empty(n), np.empty(M), np.empty((M, M))
+    total = pl_tilted_core(np.ascontiguousarray(u), np.ascontiguousarray(D),
+                           np.ascontiguousarray(orders), np.ascontiguousarray(weights), values,
+                           gu, gD, True)
+    return total, values, gu, gD
+
+
 @register_funcify_default_op_cache_key(PLTiltedLoglikSumAndGrad)
 def _numba_pl_tilted_sum_and_grad(op, node, **kwargs):
     @numba_basic.numba_njit
     def pl_tilted_sum_and_grad_numba(u, D, orders, weights):
-        if not _shapes_ok(u, D, orders):
-            raise ValueError("utilities (M,) need tilt logits (M, M) and orders (n, M)")
-        if weights.shape[0] != orders.shape[0]:
-            raise ValueError("counts must have one entry per order")
-        M, n = u.shape[0], orders.shape[0]
-        gu, gD = np.empty(M), np.empty((M, M))
-        total = pl_tilted_core(np.ascontiguousarray(u), np.ascontiguousarray(D),
-                               np.ascontiguousarray(orders), np.ascontiguousarray(weights),
-                               np.empty(n), gu, gD, True)
+        total, _, gu, gD = _weighted_run(u, D, orders, weights)
         return np.asarray(total), gu, gD
 
     return pl_tilted_sum_and_grad_numba, _VERSION
@@ -240,15 +248,7 @@ def _numba_pl_tilted_sum_and_grad(op, node, **kwargs):
 def _numba_pl_tilted_and_grad(op, node, **kwargs):
     @numba_basic.numba_njit
     def pl_tilted_and_grad_numba(u, D, orders, weights):
-        if not _shapes_ok(u, D, orders):
-            raise ValueError("utilities (M,) need tilt logits (M, M) and orders (n, M)")
-        if weights.shape[0] != orders.shape[0]:
-            raise ValueError("counts must have one entry per order")
-        M, n = u.shape[0], orders.shape[0]
-        values, gu, gD = np.empty(n), np.empty(M), np.empty((M, M))
-        pl_tilted_core(np.ascontiguousarray(u), np.ascontiguousarray(D),
-                       np.ascontiguousarray(orders), np.ascontiguousarray(weights), values, gu,
-                       gD, True)
+        _, values, gu, gD = _weighted_run(u, D, orders, weights)
         return values, gu, gD
 
     return pl_tilted_and_grad_numba, _VERSION
