@@ -35,7 +35,8 @@ central-difference Hessian (``fitting.HESSIAN_SCHEME = "central"``, ``2 n`` grad
 engine compiled without the rewrite ``local_fuse_pl_tilted_loglik_and_grad`` (two tables per
 evaluation); new = the defaults (forward differences, ``n + 1`` gradients; one table). Reports
 CPU seconds, the ratio, the chosen ``tau``, the largest relative difference of the log evidence
-over the grid and the largest difference of the MAP ``D`` and ``u``.
+over the grid and the largest difference of the MAP ``D`` and ``u``. ``anchored3``: the same on
+the first three scales of the grid (0, 1/16, 1/8), for a loaded machine.
 
 Every model observes ONE ROW PER BALLOT (``expand_counts``, :mod:`pm_perm.ops.ballots`) but the
 MAP path never materialises those rows: the summed log-likelihood is rewritten to
@@ -176,7 +177,7 @@ def millions():
               f"{peak_gb():.2f} |", flush=True)
 
 
-def anchored():
+def anchored(grid=None):
     from pathlib import Path
 
     from pm_perm._modes import PYTHON_MODE
@@ -187,7 +188,7 @@ def anchored():
 
     train, _ = small_data_set(4, "complete")
     print(f"## PL-anchored (V3) type-II fit, M = {train.n_items}, {train.n_rankings} ballots "
-          "(small-data seed 4, complete), whole grid")
+          f"(small-data seed 4, complete), grid {'TAU_GRID' if grid is None else grid}")
     old_mode = PYTHON_MODE.excluding("local_fuse_pl_tilted_loglik_and_grad")
     print("| path | CPU s (wall) | tau | log evidence at tau |")
     print("|---|---|---|---|")
@@ -197,7 +198,7 @@ def anchored():
         rm = pl_anchored_model(train, tau=0.0)
         if mode is not None:  # the engine fit_map_type2 will use, compiled the old way
             fitting._COMPILED_MAP[rm.model] = CompiledMAP(rm.model, mode=mode)
-        point, wall = timed(fitting.fit_map_type2, rm, seed=4, patience=None)
+        point, wall = timed(fitting.fit_map_type2, rm, seed=4, patience=None, grid=grid)
         out[label] = (point, CPU["fit_map_type2"])
         t = point["_optimizer"]["tau"]
         print(f"| {label} | {out[label][1]:.1f} ({wall:.1f}) | {t:g} | "
@@ -215,4 +216,5 @@ def anchored():
 if __name__ == "__main__":
     parts = sys.argv[1:] or ["twenty"]
     for part in parts:
-        {"twenty": twenty, "type2": type2, "millions": millions, "anchored": anchored}[part]()
+        {"twenty": twenty, "type2": type2, "millions": millions, "anchored": anchored,
+         "anchored3": lambda: anchored(grid=fitting.TAU_GRID[:3])}[part]()
