@@ -5,7 +5,7 @@ data of the sizes users hold.
 Run::
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_many_ballots.py \\
-        [twenty] [type2] [millions]
+        [twenty] [type2] [millions] [anchored]
 
 ``twenty`` (default): 313,430 distinct top-5 ballots over 20 items
 (:func:`~pm_perm.preferences.synthetic.distinct_top_k_ballots`, seed 0: utilities N(0, 1),
@@ -16,8 +16,9 @@ evaluation (numba kernels from the disk cache), the median time of one ``-log p`
 and one MAP fit (``fit_map``) with its iterations.
 
 ``type2``: the full model's MAP as ``pm-perm preferences --model full --fit map`` runs it
-(:func:`~pm_perm.preferences.fitting.fit_map_type2`: a MAP fit and a Laplace Hessian, 2 x 380
-gradient evaluations, per deviation scale ``tau``), with the time of each fit and Hessian.
+(:func:`~pm_perm.preferences.fitting.fit_map_type2`: a MAP fit and a Laplace Hessian, 380 + 1
+gradient evaluations by forward differences, 19 + 1 at ``tau = 0``, per deviation scale
+``tau``), with the time of each fit and Hessian.
 
 ``millions``: 10^7 top-k ballots over 50 candidates (:func:`~pm_perm.preferences.synthetic.
 top_k_ballots`, seed 0, lengths 1..10 with probabilities proportional to 0.6^(length - 1)), as
@@ -25,6 +26,17 @@ distinct orders with counts: the generator's time, Plackett-Luce's build and MAP
 peak resident memory of the process (``resource.getrusage``) after each step. The top-k model
 (issue 50, item 1) is fitted too when ``pm_perm.preferences.models`` has ``top_k_model``
 (:data:`TOP_K_BUILDER`, the hook).
+
+``anchored`` (issue 53): the type-II fit of the Plackett-Luce-anchored model (V3 of
+``benchmarks/bench_small_data.py``: ``fit_map_type2(pl_anchored_model(train, tau=0.0),
+patience=None)``, the whole grid) on that benchmark's data set of seed 4 (M = 19, n = 100,
+complete, its training ballots), NEW PATH and OLD PATH side by side in this process: old =
+central-difference Hessian (``fitting.HESSIAN_SCHEME = "central"``, ``2 n`` gradients) and an
+engine compiled without the rewrite ``local_fuse_pl_tilted_loglik_and_grad`` (two tables per
+evaluation); new = the defaults (forward differences, ``n + 1`` gradients; one table). Reports
+CPU seconds, the ratio, the chosen ``tau``, the largest relative difference of the log evidence
+over the grid and the largest difference of the MAP ``D`` and ``u``. ``anchored3``: the same on
+the first three scales of the grid (0, 1/16, 1/8), for a loaded machine.
 
 Every model observes ONE ROW PER BALLOT (``expand_counts``, :mod:`pm_perm.ops.ballots`) but the
 MAP path never materialises those rows: the summed log-likelihood is rewritten to
@@ -165,7 +177,44 @@ def millions():
               f"{peak_gb():.2f} |", flush=True)
 
 
+def anchored(grid=None):
+    from pathlib import Path
+
+    from pm_perm._modes import PYTHON_MODE
+    from pm_perm.preferences.anchored import pl_anchored_model
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_small_data import small_data_set
+
+    train, _ = small_data_set(4, "complete")
+    print(f"## PL-anchored (V3) type-II fit, M = {train.n_items}, {train.n_rankings} ballots "
+          f"(small-data seed 4, complete), grid {'TAU_GRID' if grid is None else grid}")
+    old_mode = PYTHON_MODE.excluding("local_fuse_pl_tilted_loglik_and_grad")
+    print("| path | CPU s (wall) | tau | log evidence at tau |")
+    print("|---|---|---|---|")
+    out = {}
+    for label, scheme, mode in (("new", "forward", None), ("old", "central", old_mode)):
+        fitting.HESSIAN_SCHEME = scheme
+        rm = pl_anchored_model(train, tau=0.0)
+        if mode is not None:  # the engine fit_map_type2 will use, compiled the old way
+            fitting._COMPILED_MAP[rm.model] = CompiledMAP(rm.model, mode=mode)
+        point, wall = timed(fitting.fit_map_type2, rm, seed=4, patience=None, grid=grid)
+        out[label] = (point, CPU["fit_map_type2"])
+        t = point["_optimizer"]["tau"]
+        print(f"| {label} | {out[label][1]:.1f} ({wall:.1f}) | {t:g} | "
+              f"{point['_optimizer']['log_evidence'][t]:.6f} |", flush=True)
+    fitting.HESSIAN_SCHEME = "forward"
+    (pn, cn), (po, co) = out["new"], out["old"]
+    eo, en = po["_optimizer"]["log_evidence"], pn["_optimizer"]["log_evidence"]
+    rel = max(abs(en[t] - eo[t]) / abs(eo[t]) for t in eo)
+    print(f"old / new CPU: {co / cn:.1f}x; largest relative difference of the log evidence over "
+          f"the grid {rel:.1e}; MAP D, u differ by at most "
+          f"{np.abs(pn['D'] - po['D']).max():.1e}, {np.abs(pn['u'] - po['u']).max():.1e}",
+          flush=True)
+
+
 if __name__ == "__main__":
     parts = sys.argv[1:] or ["twenty"]
     for part in parts:
-        {"twenty": twenty, "type2": type2, "millions": millions}[part]()
+        {"twenty": twenty, "type2": type2, "millions": millions, "anchored": anchored,
+         "anchored3": lambda: anchored(grid=fitting.TAU_GRID[:3])}[part]()

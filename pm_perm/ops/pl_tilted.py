@@ -8,6 +8,12 @@ Plackett-Luce-anchored model ``p(pi | u, D) ∝ PL(pi; u) exp(sum_i D[i, pi(i)])
   value and both gradients come from ONE Op run (one table, one adjoint sweep, O(M 2^M)
   whatever ``n``).
 
+A graph that needs the per-order values AND their gradient weighted by data (the logp of
+:class:`~pm_perm.distributions.PLAnchoredRanking`: ``sum(counts * loglik)``, whose pullback is
+``PLTiltedLoglikSumAndGrad(u, D, orders, -counts)``) would build the table twice; the rewrite
+``local_fuse_pl_tilted_loglik_and_grad`` makes that one ``PLTiltedLoglikAndGrad`` node (one table
+and one adjoint sweep per evaluation of a MAP objective instead of two tables).
+
 Core Ops only (one ``(u, D)``, no batch dimensions), with numba implementations that call the
 kernel directly (nopython). Non-finite ``u`` or ``D`` give NaN; an order with a tie block before
 its last block gives NaN (check the data with
@@ -23,8 +29,11 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import node_rewriter
+from pytensor.graph.traversal import ancestors
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
@@ -32,6 +41,7 @@ from pm_perm.kernels.pl_tilted import pl_tilted_core
 
 __all__ = [
     "PLTiltedLoglik",
+    "PLTiltedLoglikAndGrad",
     "PLTiltedLoglikSumAndGrad",
     "pl_tilted_loglik",
     "pl_tilted_loglik_sum",
@@ -148,8 +158,39 @@ class PLTiltedLoglikSumAndGrad(Op):
                 g_v * _loglik(u, D, orders)]
 
 
+class PLTiltedLoglikAndGrad(Op):
+    """Core Op: per-order ``log p`` (n,) and the gradients ``d/du`` (M,), ``d/dD`` (M, M) of
+    ``sum_n w_n log p_n``, from one table and one adjoint sweep. Created by the rewrite
+    ``local_fuse_pl_tilted_loglik_and_grad`` when a graph needs the per-order values and a
+    gradient weighted by something that does not depend on them (the weights are the counts).
+    No gradient of its own."""
+
+    __props__ = ()
+
+    def make_node(self, u, D, orders, weights):
+        inputs = _inputs(u, D, orders, weights)
+        return Apply(self, inputs, [pt.tensor(dtype="float64", shape=(inputs[2].type.shape[0],)),
+                                    pt.tensor(dtype="float64", shape=inputs[0].type.shape),
+                                    pt.tensor(dtype="float64", shape=inputs[1].type.shape)])
+
+    def perform(self, node, inputs, output_storage):
+        _check_runtime(*inputs)
+        _, values, gu, gD = _run(*inputs, True)
+        output_storage[0][0] = values
+        output_storage[1][0] = gu
+        output_storage[2][0] = gD
+
+    def infer_shape(self, node, input_shapes):
+        return [(input_shapes[2][0],), input_shapes[0], input_shapes[1]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [grad_not_implemented(self, k, x, "derivatives of the fused values and gradient")
+                if k != 2 else disconnected_type() for k, x in enumerate(inputs)]
+
+
 _loglik = PLTiltedLoglik()
 _sum_and_grad = PLTiltedLoglikSumAndGrad()
+_and_grad = PLTiltedLoglikAndGrad()
 
 
 # ----------------------------------------------------------------------------- numba
@@ -177,22 +218,66 @@ def _numba_pl_tilted_loglik(op, node, **kwargs):
     return pl_tilted_loglik_numba, _VERSION
 
 
+@numba_basic.numba_njit
+def _weighted_run(u, D, orders, weights):
+    """``(total, values (n,), d/du (M,), d/dD (M, M))`` of one weighted kernel run (the two
+    weighted Ops' numba implementations)."""
+    if not _shapes_ok(u, D, orders):
+        raise ValueError("utilities (M,) need tilt logits (M, M) and orders (n, M)")
+    if weights.shape[0] != orders.shape[0]:
+        raise ValueError("counts must have one entry per order")
+    M, n = u.shape[0], orders.shape[0]
+    values, gu, gD = np.empty(n), np.empty(M), np.empty((M, M))
+    total = pl_tilted_core(np.ascontiguousarray(u), np.ascontiguousarray(D),
+                           np.ascontiguousarray(orders), np.ascontiguousarray(weights), values,
+                           gu, gD, True)
+    return total, values, gu, gD
+
+
 @register_funcify_default_op_cache_key(PLTiltedLoglikSumAndGrad)
 def _numba_pl_tilted_sum_and_grad(op, node, **kwargs):
     @numba_basic.numba_njit
     def pl_tilted_sum_and_grad_numba(u, D, orders, weights):
-        if not _shapes_ok(u, D, orders):
-            raise ValueError("utilities (M,) need tilt logits (M, M) and orders (n, M)")
-        if weights.shape[0] != orders.shape[0]:
-            raise ValueError("counts must have one entry per order")
-        M, n = u.shape[0], orders.shape[0]
-        gu, gD = np.empty(M), np.empty((M, M))
-        total = pl_tilted_core(np.ascontiguousarray(u), np.ascontiguousarray(D),
-                               np.ascontiguousarray(orders), np.ascontiguousarray(weights),
-                               np.empty(n), gu, gD, True)
+        total, _, gu, gD = _weighted_run(u, D, orders, weights)
         return np.asarray(total), gu, gD
 
     return pl_tilted_sum_and_grad_numba, _VERSION
+
+
+@register_funcify_default_op_cache_key(PLTiltedLoglikAndGrad)
+def _numba_pl_tilted_and_grad(op, node, **kwargs):
+    @numba_basic.numba_njit
+    def pl_tilted_and_grad_numba(u, D, orders, weights):
+        _, values, gu, gD = _weighted_run(u, D, orders, weights)
+        return values, gu, gD
+
+    return pl_tilted_and_grad_numba, _VERSION
+
+
+# ----------------------------------------------------------------------------- graph rewrite
+
+
+@register_specialize
+@node_rewriter([PLTiltedLoglikSumAndGrad])
+def local_fuse_pl_tilted_loglik_and_grad(fgraph, node):
+    """One table instead of two for per-order values + a gradient weighted independently of
+    them: replace ``PLTiltedLoglik(u, D, orders)`` and the gradient outputs of
+    ``PLTiltedLoglikSumAndGrad(u, D, orders, w)`` (its weighted sum unused, ``w`` not computed
+    from the values) by one ``PLTiltedLoglikAndGrad(u, D, orders, w)`` node. The kernel writes
+    every order's value whatever its weight, so the values are the same numbers."""
+    u, D, orders, w = node.inputs
+    if fgraph.clients.get(node.outputs[0]):
+        return None  # the weighted sum itself is used: keep the three-output Op
+    for client, _ in fgraph.clients[u]:
+        if (not isinstance(client, Apply) or not isinstance(client.op, PLTiltedLoglik)
+                or client.inputs[0] is not u or client.inputs[1] is not D
+                or client.inputs[2] is not orders):
+            continue
+        if client.outputs[0] in ancestors([w]):
+            continue  # the weights depend on the values: they must come first
+        values, gu, gD = _and_grad(u, D, orders, w)
+        return {client.outputs[0]: values, node.outputs[1]: gu, node.outputs[2]: gD}
+    return None
 
 
 # ----------------------------------------------------------------------------- public helpers

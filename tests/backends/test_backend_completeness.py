@@ -87,6 +87,7 @@ NO_JAX: dict[str, str] = {
     "benchmarks/bench_small_data.py), MAP fits only; a JAX version (host callback to the numba "
     "kernel, as the partial-order Ops) follows if the variant is adopted",
     "pm_perm.ops.pl_tilted.PLTiltedLoglikSumAndGrad": "as PLTiltedLoglik",
+    "pm_perm.ops.pl_tilted.PLTiltedLoglikAndGrad": "as PLTiltedLoglik",
 }
 
 #: Ops without a numba implementation: none.

@@ -50,3 +50,32 @@ def test_shape_errors_are_named():
                           mode="FAST_COMPILE")
     with pytest.raises(ValueError, match=r"need tilt logits \(3, 3\)"):
         f(np.zeros(3), np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("mode", ["PYTHON", "NUMBA"])
+def test_values_and_data_weighted_gradient_share_one_kernel_run(mode):
+    # sum(counts * loglik) and its gradient (PLAnchoredRanking's MAP objective): the rewrite
+    # local_fuse_pl_tilted_loglik_and_grad leaves ONE kernel node, with the unfused numbers
+    from pm_perm._modes import PYTHON_MODE
+    from pm_perm.ops.pl_tilted import (
+        PLTiltedLoglik,
+        PLTiltedLoglikAndGrad,
+        PLTiltedLoglikSumAndGrad,
+    )
+
+    mode = PYTHON_MODE if mode == "PYTHON" else pytensor.compile.mode.get_mode(mode)
+    u0, D0, orders, w = _inputs(4, seed=3)
+    u, D = pt.vector("u"), pt.matrix("D")
+    values = pl_tilted_loglik(u, D, orders)
+    loss = (w * values).sum()
+    outs = [values, loss, *pytensor.grad(loss, [u, D])]
+    f = pytensor.function([u, D], outs, mode=mode)
+    ops = [type(n.op) for n in f.maker.fgraph.apply_nodes]
+    assert PLTiltedLoglikAndGrad in ops
+    assert PLTiltedLoglik not in ops and PLTiltedLoglikSumAndGrad not in ops
+    unfused = pytensor.function(
+        [u, D], outs, mode=mode.excluding("local_fuse_pl_tilted_loglik_and_grad"))
+    assert PLTiltedLoglikAndGrad not in [type(n.op) for n in unfused.maker.fgraph.apply_nodes]
+    for a, b in zip(f(u0, D0), unfused(u0, D0), strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(f(u0, D0)[0], kernel_loglik(u0, D0, orders), rtol=1e-12)
