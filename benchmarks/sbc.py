@@ -19,10 +19,16 @@ Models (small, so that hundreds of replications run in minutes):
 * ``rankings_full``: the full ranking model of :mod:`pm_perm.preferences.models` on top-k ballots:
   ``W = u c^T + tau delta_raw`` (M = 4, ``u ~ ZeroSumNormal(1)``, ``tau ~ HalfNormal(1)``,
   ``delta_raw ~ ZeroSumNormal(1)`` over rows and columns), 40 ballots ranking 1, 2 or all 4
-  items (probabilities 0.3, 0.3, 0.4), exact partial-order likelihood.
+  items (probabilities 0.3, 0.3, 0.4), exact partial-order likelihood;
+* ``mallows_latent``: the footrule Mallows model with a latent consensus (BayesMallows' model):
+  ``rho`` uniform over the 720 rankings of n = 6 items, ``alpha ~ Gamma(2, rate 0.5)``, 10
+  complete rankings ``R ~ Mallows(rho, alpha, "footrule")``; nutpie cannot sample a discrete
+  rho, so ``pm.sample`` (NUTS for alpha, ``PermutationLeapShift`` for rho; 2 x (300 + 500)
+  draws); rho's entries (the rank of each item) are ranked with randomised ties.
 
 Run: ``.venv/bin/python benchmarks/sbc.py --models matching ranking nchoosek ordinal --reps 200``
-(``--out DIR`` for the figures and a JSON of ranks and p-values). The output folder is checked
+(``--models mallows_latent``: the Mallows SBC; ``--out DIR`` for the figures and a JSON of ranks
+and p-values). The output folder is checked
 before any work (created with its parents if missing; a file in the way, or an output that is a
 folder, is refused); a run replaces an earlier run's outputs, each written atomically.
 
@@ -43,15 +49,16 @@ import numpy as np
 from pm_perm._io import OutputPathError, check_outputs, make_folder, save_figure
 from pm_perm.testing.sbc import plot_rank_histograms, uniformity_pvalue
 from pm_perm.testing.sbc import run_sbc as run_sbc_model
-from pm_perm.testing.sbc_models import MODELS
+from pm_perm.testing.sbc_models import MODELS, SETTINGS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import write_result  # noqa: E402
 
 
 def run_sbc(name, reps, n_thin=99, draws=500, tune=500, seed=0, progress=False):
-    """Run ``reps`` SBC replications of model ``name`` with nutpie; returns ``{param[i]: ranks}``
-    (:func:`pm_perm.testing.sbc.run_sbc`; the model's covariates drawn from ``seed`` first)."""
+    """Run ``reps`` SBC replications of model ``name`` with nutpie (or the sampler and draws of
+    ``SETTINGS[name]``); returns ``{param[i]: ranks}`` (:func:`pm_perm.testing.sbc.run_sbc`; the
+    model's covariates drawn from ``seed`` first)."""
     rng = np.random.default_rng(seed)
     spec = MODELS[name](rng)
 
@@ -59,8 +66,9 @@ def run_sbc(name, reps, n_thin=99, draws=500, tune=500, seed=0, progress=False):
         if progress and done % 20 == 0:
             print(f"  {name}: {done}/{total}", flush=True)
 
-    return run_sbc_model(spec, reps, n_thin=n_thin, draws=draws, tune=tune, chains=2,
-                         sampler="nutpie", seed=seed, rng=rng, progress=report)
+    kwargs = {"draws": draws, "tune": tune, "sampler": "nutpie", **SETTINGS.get(name, {})}
+    return run_sbc_model(spec, reps, n_thin=n_thin, chains=2, seed=seed, rng=rng,
+                         progress=report, **kwargs)
 
 
 def main(argv=None):
@@ -77,9 +85,12 @@ def main(argv=None):
         check_outputs({}, directories={"--out": (out, outputs)}, overwrite=True)
     except OutputPathError as err:
         p.error(str(err))
+    import logging
+
     import matplotlib
 
     matplotlib.use("Agg")
+    logging.getLogger("pymc").setLevel(logging.WARNING)  # pm.sample's per-fit messages
     import matplotlib.pyplot as plt
 
     results = {}
