@@ -28,7 +28,8 @@ Models (small, so that hundreds of replications run in minutes):
 
 Run: ``.venv/bin/python benchmarks/sbc.py --models matching ranking nchoosek ordinal --reps 200``
 (``--models mallows_latent``: the Mallows SBC; ``--out DIR`` for the figures and a JSON of ranks
-and p-values). The output folder is checked
+and p-values; ``--merge A/sbc.json B/sbc.json ...`` pools the ranks of runs made side by side with
+different ``--seed``). The output folder is checked
 before any work (created with its parents if missing; a file in the way, or an output that is a
 folder, is refused); a run replaces an earlier run's outputs, each written atomically.
 
@@ -71,12 +72,31 @@ def run_sbc(name, reps, n_thin=99, draws=500, tune=500, seed=0, progress=False):
                          progress=report, **kwargs)
 
 
+def _pooled(paths):
+    """``{model: (ranks, seconds)}``: the ranks of several runs' sbc.json, concatenated, and
+    their seconds summed."""
+    import json
+
+    pooled = {}
+    for path in paths:
+        with open(path) as f:
+            for name, res in json.load(f).items():
+                ranks, secs = pooled.setdefault(name, ({}, [0.0]))
+                secs[0] += res["seconds"]
+                for param, entry in res["params"].items():
+                    ranks.setdefault(param, []).extend(entry["ranks"])
+    return {name: (ranks, secs[0]) for name, (ranks, secs) in pooled.items()}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--out", default="outputs/sbc")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--merge", nargs="+", metavar="JSON", default=None,
+                   help="no new replications: pool the ranks of earlier runs' sbc.json (e.g. "
+                        "runs with different --seed side by side) into one table and figure")
     args = p.parse_args(argv)
     out = Path(args.out)
     outputs = [f"sbc_{name}.png" for name in dict.fromkeys(args.models)] + ["sbc.json"]
@@ -94,19 +114,26 @@ def main(argv=None):
     import matplotlib.pyplot as plt
 
     results = {}
+    pooled = _pooled(args.merge) if args.merge else {}
     for name in args.models:
         t0 = time.perf_counter()
-        ranks = run_sbc(name, args.reps, seed=args.seed, progress=True)
-        secs = time.perf_counter() - t0
-        results[name] = {"seconds": secs, "reps": args.reps, "params": {}}
-        print(f"\n### {name}: {args.reps} replications, {secs:.0f} s\n")
+        if args.merge:
+            if name not in pooled:
+                p.error(f"--merge: no run of {name} in {args.merge}")
+            ranks, secs = pooled[name]
+        else:
+            ranks = run_sbc(name, args.reps, seed=args.seed, progress=True)
+            secs = time.perf_counter() - t0
+        reps = len(next(iter(ranks.values())))
+        results[name] = {"seconds": secs, "reps": reps, "params": {}}
+        print(f"\n### {name}: {reps} replications, {secs:.0f} s\n")
         print("| parameter | chi-square p (10 bins) | bin counts |")
         print("|---|---|---|")
         for param, rk in ranks.items():
             pval, counts = uniformity_pvalue(rk)
             results[name]["params"][param] = {"p_value": pval, "bins": counts, "ranks": rk}
             print(f"| {param} | {pval:.3f} | {counts} |")
-        fig = plot_rank_histograms(ranks, title=f"SBC rank histograms: {name} ({args.reps} "
+        fig = plot_rank_histograms(ranks, title=f"SBC rank histograms: {name} ({reps} "
                                    "replications; band: 99% binomial interval per bin)")
         save_figure(fig, out / f"sbc_{name}.png", dpi=110)
         plt.close(fig)
