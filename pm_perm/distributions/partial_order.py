@@ -22,7 +22,7 @@ from pm_perm.kernels.linear_extensions import (
     PLACKETT_LUCE,
     check_preferences,
 )
-from pm_perm.kernels.permanent import check_exact_size
+from pm_perm.kernels.permanent import EXACT_MAX_M, check_exact_size
 from pm_perm.kernels.permutation_sampler import sample_permutations
 from pm_perm.kernels.plackett_luce import sample_plackett_luce
 from pm_perm.ops.linear_extensions import linear_extension_loglik
@@ -272,7 +272,7 @@ class PartialOrder(pm.Discrete):
         if M == 0:
             raise ValueError("PartialOrder: at least one item is needed (M >= 1)")
         if family == EXP_FAMILY and M is not None:
-            check_exact_size(M)
+            _check_exp_family_size(M)
         if pairs is None:
             pairs = np.zeros((0, 0), dtype=np.int64)
         else:
@@ -295,6 +295,19 @@ class PartialOrder(pm.Discrete):
 def _partial_order_exp_family_logp(op, values, rng, size, params, pairs, **kwargs):
     (value,) = values
     return _logp(value, params, EXP_FAMILY)
+
+
+def _check_exp_family_size(M):
+    """The exp family's normaliser is the exact permanent, to ``EXACT_MAX_M`` items; beyond,
+    ``ValueError`` with the alternatives that ``PartialOrder`` has (it takes no ``method=``)."""
+    if M > EXACT_MAX_M:
+        raise ValueError(
+            f"PartialOrder(logits=...): M = {M} items is beyond the exact limit EXACT_MAX_M = "
+            f"{EXACT_MAX_M} of the permutation exponential family's normaliser (the exact "
+            "permanent, O(M 2^M)). Alternatives: utilities= (Plackett-Luce: exact at any M, its "
+            "cost set by the down-sets of each assessor's pairs), pm_perm.BradleyTerry on the "
+            "pairs (independent comparisons), or fewer items")
+    check_exact_size(M)  # the memory budget of the permanent's table
 
 
 def _logp(value, params, family):

@@ -64,8 +64,9 @@ MAX_N = {"footrule": 200, "spearman": 26, "hamming": 10_000, "kendall": 170,
          "cayley": 10_000, "ulam": 60}
 
 _ALTERNATIVES = {
-    "footrule": "the footrule table is exact to n = 200; beyond, use a separable distance "
-                "through PermutationExpFamily with method='bethe' (approximate)",
+    "footrule": "use distance='cayley' or 'hamming' (exact to n = 10,000), or the footrule "
+                "as a separable distance through PermutationExpFamily with method='bethe' "
+                "(approximate)",
     "spearman": "use distance='footrule' (exact to n = 200), 'kendall' (170), 'cayley' or "
                 "'hamming' (10,000)",
     "hamming": "no larger table is available",

@@ -7,7 +7,10 @@ likelihood, its gradient and the sampler are right, every rank is uniform on ``0
 :func:`plot_rank_histograms` shows it. The model is built (and, with nutpie, compiled) once and
 given each replication's data through a ``pm.Data`` container.
 
-Ranks of continuous parameters only: a discrete parameter ties with its draws.
+A discrete parameter (an integer, such as a latent ranking's entries) ties with its draws: its
+rank is the number of draws below the true value plus a uniform share of the ties (randomised
+tie-breaking, Talts et al. 2018, section 4.1), which is again uniform on ``0..n_thin`` when the
+posterior is right.
 """
 
 from __future__ import annotations
@@ -139,7 +142,10 @@ def run_sbc(spec, reps, *, n_thin=99, draws=500, tune=500, chains=2, sampler="nu
     -------
     dict of str to list of int
         ``ranks["name[i]"]``: the rank of entry ``i`` (C order) of parameter ``name`` in each
-        replication, the number of thinned posterior draws below the true value.
+        replication, the number of thinned posterior draws below the true value; draws equal to
+        it (a discrete parameter) add a uniform count from ``0`` to their number (drawn from a
+        generator of its own, seeded by ``seed``, so that continuous parameters' ranks do not
+        depend on it).
 
     Examples
     --------
@@ -166,6 +172,7 @@ def run_sbc(spec, reps, *, n_thin=99, draws=500, tune=500, chains=2, sampler="nu
     model = spec.build(draw_y(*first.values()))
     fit = _posterior_sampler(spec, model, sampler, draws, tune, chains)
     ranks = {f"{k}[{i}]": [] for k, n in spec._sizes.items() for i in range(n)}
+    tie_rng = np.random.default_rng([seed, 7])  # randomised tie-breaking of discrete ranks
     for r in range(reps):
         true = {k: spec.priors[k](rng) for k in spec.shapes}
         post = fit(draw_y(*true.values()), int(rng.integers(2**31)))
@@ -174,7 +181,10 @@ def run_sbc(spec, reps, *, n_thin=99, draws=500, tune=500, chains=2, sampler="nu
                 raise ValueError(f"{values.shape[0]} posterior draws of {k}; n_thin = {n_thin}")
             idx = np.linspace(0, values.shape[0] - 1, n_thin).astype(int)  # thin
             for i, t in enumerate(np.ravel(true[k])):
-                ranks[f"{k}[{i}]"].append(int((values[idx, i] < t).sum()))
+                ties = int((values[idx, i] == t).sum())
+                below = int((values[idx, i] < t).sum())
+                ranks[f"{k}[{i}]"].append(below + (int(tie_rng.integers(ties + 1)) if ties
+                                                   else 0))
         if progress is not None:
             progress(r + 1, reps)
     return ranks

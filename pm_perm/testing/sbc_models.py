@@ -10,7 +10,11 @@ They serve the test suite and ``benchmarks/sbc.py``, and are examples of SBC for
 * ``nchoosek``: ``theta ~ N(0, 1)`` (d = 2), ``count_probs ~ Dirichlet(1)`` over 0..6, 40 rows;
 * ``ordinal``: ``theta ~ N(0, 1)`` (d = 2), 30 rows of D = 5 items, fixed counts (2, 2, 1);
 * ``rankings_full``: the full ranking model (``W = u c^T + tau delta_raw``, M = 4) on 40
-  top-k ballots, exact partial-order likelihood, a NumPy simulator.
+  top-k ballots, exact partial-order likelihood, a NumPy simulator;
+* ``mallows_latent``: BayesMallows' footrule model with a LATENT consensus: ``rho`` uniform over
+  the permutations of n = 6 items, ``alpha ~ Gamma(2, rate 0.5)``, 10 complete rankings
+  ``R ~ Mallows(rho, alpha, "footrule")``; fitted by ``pm.sample`` (``sampler="pymc"``: NUTS
+  for alpha, ``PermutationLeapShift`` for rho), rho's entries ranked with randomised ties.
 """
 
 from __future__ import annotations
@@ -22,8 +26,8 @@ import pytensor.tensor as pt
 from pm_perm.distributions.permutation import PermutationExpFamily, edge_logits
 from pm_perm.testing.sbc import SBCModel
 
-__all__ = ["MODELS", "matching", "nchoosek", "ordinal", "ranking", "rankings_full",
-           "zero_sum_draw"]
+__all__ = ["MODELS", "SETTINGS", "mallows_latent", "matching", "nchoosek", "ordinal", "ranking",
+           "rankings_full", "zero_sum_draw"]
 
 
 def matching(rng):
@@ -143,6 +147,30 @@ def rankings_full(rng):
                     numpy_simulator=True)
 
 
+def mallows_latent(rng, n=6, n_assessors=10):
+    """The latent-consensus footrule Mallows model (``rng`` unused: no covariates)."""
+    from pm_perm.distributions.mallows import Mallows
+
+    def build(y_obs):
+        with pm.Model() as model:
+            alpha = pm.Gamma("alpha", alpha=2.0, beta=0.5)
+            rho = PermutationExpFamily("rho", logits=np.zeros((n, n)))  # uniform: a latent rho
+            Mallows("R", rho=rho, alpha=alpha, distance="footrule",
+                    observed=pm.Data("y_obs", y_obs))
+        return model
+
+    def simulate(alpha, rho):  # the simulator's parameters are float64 tensors: rho cast back
+        return Mallows.dist(pt.cast(rho, "int64"), alpha, distance="footrule",
+                            shape=(n_assessors, n))
+
+    priors = {"alpha": lambda r: r.gamma(2.0, 2.0), "rho": lambda r: r.permutation(n)}
+    return SBCModel({"alpha": (), "rho": (n,)}, priors, build, simulate)
+
+
 #: name -> builder ``f(rng) -> SBCModel`` (covariates drawn from ``rng``)
 MODELS = {"matching": matching, "ranking": ranking, "nchoosek": nchoosek, "ordinal": ordinal,
-          "rankings_full": rankings_full}
+          "rankings_full": rankings_full, "mallows_latent": mallows_latent}
+
+#: name -> ``run_sbc`` keyword arguments of models that nutpie cannot fit (discrete latent
+#: variables): ``pm.sample``'s compound step, and its draws
+SETTINGS = {"mallows_latent": {"sampler": "pymc", "draws": 500, "tune": 300}}

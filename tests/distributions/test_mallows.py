@@ -207,6 +207,11 @@ def test_bad_arguments_are_refused_at_build():
         Mallows.dist(rho=np.arange(61), alpha=1.0, distance="ulam")
     with pytest.raises(ValueError, match="n = 27 .*use distance='footrule'"):
         Mallows.dist(rho=np.arange(27), alpha=1.0, distance="spearman")
+    with pytest.raises(ValueError, match="n = 201 .*MAX_N.*= 200.*use distance='cayley' or "
+                                         "'hamming'.*method='bethe'"):
+        Mallows.dist(rho=np.arange(201), alpha=1.0, distance="footrule")
+    with pytest.raises(ValueError, match="n = 171 .*use distance='cayley' or 'hamming'"):
+        Mallows.dist(rho=np.arange(171), alpha=1.0, distance="kendall")
     with pytest.raises(ValueError, match="integer ranks"):
         Mallows.dist(rho=np.arange(3.0), alpha=1.0)
     with pytest.raises(ValueError, match="M >= 1"):

@@ -84,6 +84,15 @@ def test_bad_parameters():
         pm.draw(BradleyTerry.dist(U))
 
 
+def test_cyclic_preferences_are_independent_comparisons():
+    """0 > 1, 1 > 2, 2 > 0: no ranking agrees with all three (``PartialOrder`` refuses them), but
+    Bradley-Terry's comparisons are independent: a finite log-likelihood, the sum of the three."""
+    cycle = np.array([[0, 1], [1, 2], [2, 0]])
+    lp = pm.logp(BradleyTerry.dist(U, pairs=cycle), cycle).eval()
+    want = [U[w] - np.logaddexp(U[w], U[l_]) for w, l_ in cycle]
+    np.testing.assert_allclose(lp, want, rtol=1e-12)
+
+
 def test_gradient_in_utilities_and_nu():
     from pytensor.gradient import verify_grad
 

@@ -91,8 +91,20 @@ def test_bad_input():
         PartialOrder.dist(utilities=np.zeros((2, 3)))
     with pytest.raises(ValueError, match="draws need the compared pairs"):
         pm.draw(PartialOrder.dist(utilities=np.zeros(3)))
-    with pytest.raises(ValueError, match="beyond the exact limit"):
+    with pytest.raises(ValueError, match=r"PartialOrder\(logits=...\): M = 30 items is beyond "
+                                         r"the exact limit EXACT_MAX_M = 26.*utilities=.*"
+                                         "BradleyTerry"):
         PartialOrder.dist(logits=np.zeros((30, 30)), pairs=[[0, 1]])
+
+
+def test_beyond_the_down_set_budget_names_the_alternatives():
+    """Plackett-Luce is exact at any M, but 15 disjoint pairs of 30 items have 3^15 down-sets:
+    beyond the DP's budget, the message names the assessor and the alternatives."""
+    pairs = [[2 * k, 2 * k + 1] for k in range(15)]
+    with pytest.raises(ValueError, match=r"assessor 0: .*budget of 16777216 cells.*"
+                                         r"Alternatives: .*BradleyTerry.*fewer items"):
+        with pm.Model():
+            PartialOrder("p", utilities=np.zeros(30), observed=pairs)
 
 
 def test_bad_pairs_for_draws():

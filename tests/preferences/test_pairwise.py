@@ -64,3 +64,19 @@ def test_feeds_the_models(tmp_path):
         PartialOrder("prefs", utilities=u, observed=data.prefs)
         BradleyTerry("pairs", u, weights=data.counts, observed=data.pairs)
     assert np.isfinite(model.compile_logp()(model.initial_point()))
+
+
+def test_an_assessor_with_cyclic_preferences(tmp_path):
+    """The reader keeps what the file says; PartialOrder refuses a cycle at model build, naming
+    the assessor (its row in ``prefs``) and the cycle; BradleyTerry takes the comparisons."""
+    import pymc as pm
+
+    from pm_perm import BradleyTerry, PartialOrder
+
+    data = read_pairwise(_write(tmp_path, "assessor,winner,loser\nA,0,1\nB,0,1\nB,1,2\nB,2,0\n"))
+    with pytest.raises(ValueError, match=r"assessor 1: cyclic preferences 0 > 1 > 2 > 0"):
+        with pm.Model():
+            PartialOrder("prefs", utilities=np.zeros(3), observed=data.prefs)
+    with pm.Model() as model:
+        BradleyTerry("pairs", np.zeros(3), weights=data.counts, observed=data.pairs)
+    assert np.isfinite(model.compile_logp()({}))
