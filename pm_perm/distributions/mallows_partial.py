@@ -57,7 +57,7 @@ from pm_perm.ops.partial_orders import partial_order_loglik, partial_order_max_m
 
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
-__all__ = ["MallowsPartial", "MallowsPartialRV", "check_partial_mallows"]
+__all__ = ["MallowsPartial", "MallowsPartialRV", "check_partial_mallows", "mallows_logits"]
 
 #: The distances whose partial likelihood goes through the partial-order DP.
 SEPARABLE_DISTANCES = ("footrule", "spearman", "hamming")
@@ -92,6 +92,49 @@ def check_partial_mallows(distance, n):
                 "EXACT_MAX_M and PM_PERM_MEMORY_BUDGET). Use distance='kendall' (closed form, "
                 "any n up to 170), pm_perm.Mallows on complete rankings, or the Plackett-Luce "
                 "model (pm_perm.PlackettLuce, any number of items)")
+
+
+def mallows_logits(rho, alpha, distance):
+    """The logits ``W[i, j] = -(alpha / n) f(j, rho_i)`` (..., n, n) of a separable Mallows
+    model, rows = items, columns = positions: ``exp(sum_i W[i, R_i]) = exp(-(alpha / n)
+    d(R, rho))``, so the permutation exponential family with these logits IS the Mallows model
+    (its normaliser ``perm(exp W)`` is ``Z_n(alpha)``).
+
+    Parameters
+    ----------
+    rho : tensor_like of int, shape (..., n)
+        The consensus (rank form), ``n`` known when the graph is built.
+    alpha : tensor_like of float, shape (...)
+        Dispersion.
+    distance : {"footrule", "spearman", "hamming"}
+        ``f(j, r)``: ``|j - r|``, ``(j - r)^2``, ``[j != r]``.
+
+    Returns
+    -------
+    TensorVariable of float64, shape (..., n, n)
+
+    Notes
+    -----
+    The exact likelihood of an assessor's pairwise preferences (an arbitrary partial order)
+    under a separable Mallows model: ``pm_perm.PartialOrder("prefs", logits=mallows_logits(rho,
+    alpha, "footrule"), observed=pairs)`` (the linear-extension DP over the down-sets, and the
+    exact permanent for ``Z_n(alpha)``, n up to ``EXACT_MAX_M``). Kendall, Cayley and Ulam are
+    not separable: pm_perm has no exact likelihood of arbitrary partial orders under them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pm_perm.distributions.mallows_partial import mallows_logits
+    >>> mallows_logits(np.array([1, 0, 2]), 3.0, "footrule").eval().tolist()
+    [[-1.0, -0.0, -1.0], [-0.0, -1.0, -2.0], [-2.0, -1.0, -0.0]]
+    """
+    if distance not in SEPARABLE_DISTANCES:
+        raise ValueError(f"mallows_logits: distance must be one of {SEPARABLE_DISTANCES} (the "
+                         f"separable ones); got {distance!r}")
+    rho = pt.as_tensor_variable(rho)
+    n = _static_n(rho)
+    alpha = pt.cast(pt.as_tensor_variable(alpha), "float64")
+    return -(alpha[..., None, None] / n) * separable_cost(rho, n, distance)
 
 
 def separable_cost(rho, n, distance):
@@ -327,7 +370,7 @@ def _logp_rows(value, rho, alpha, weights, distance):
         safe = pt.switch(ok[..., None], value, -1)
         lp = pt.switch(ok, kendall_partial_loglik(safe, rho_safe, alpha, n), -np.inf)
     else:
-        W = -(alpha[..., None, None] / n) * separable_cost(rho_safe, n, distance)
+        W = mallows_logits(rho_safe, alpha, distance)
         if all(s == 1 for s in W.type.shape[:-2]):  # one W for every row: one suffix table
             W = pt.squeeze(W, axis=tuple(range(W.type.ndim - 2))) if W.type.ndim > 2 else W
             lp = partial_order_loglik(W, value_rows(value, n)).reshape(value.shape[:-1])

@@ -8,6 +8,8 @@ logp fail each with probability 0.1% (were the seed random).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -17,10 +19,15 @@ from pymc.logprob.utils import ParameterValueError
 
 import pm_perm
 from pm_perm._modes import PYTHON_MODE
-from pm_perm.distributions.mallows_partial import MallowsPartial, MallowsPartialRV
+from pm_perm.distributions.mallows_partial import (
+    MallowsPartial,
+    MallowsPartialRV,
+    mallows_logits,
+)
 from pm_perm.kernels.patterns import coarsen_to_patterns
 from pm_perm.reference.mallows import mallows_logp_enum
 from pm_perm.reference.mallows_partial import mallows_partial_logp_enum
+from pm_perm.reference.pairwise import extension_mask, random_partial_order
 from pm_perm.reference.permutations import all_permutations
 from pm_perm.reference.rankings import every_top_k_order, random_tie_orders
 from pm_perm.testing import check_draws_match_logp, chi_square_pvalue
@@ -152,6 +159,48 @@ def test_latent_consensus_and_alpha_compile():
     assert np.all(np.isfinite(dlogp))
 
 
+@pytest.mark.parametrize("distance", [pytest.param("footrule", marks=pytest.mark.slow),
+                                      "kendall"])
+def test_logp_and_gradient_compile_on_jax(distance):
+    """The partial-order DP (its JAX implementation; slow: its first compilation took 128 s on
+    the shared machine) and the closed form on the JAX backend, against the Python linker."""
+    pytest.importorskip("jax")
+    alpha, value = pt.dscalar("alpha"), pt.lmatrix("value")
+    lp = pm.logp(MallowsPartial.dist(rho=np.array([1, 3, 0, 4, 2]), alpha=alpha,
+                                     distance=distance), value).sum()
+    outputs = [lp, pytensor.grad(lp, alpha)]
+    ballots = np.array([[0, 1, -1, -1, -1], [2, 0, 0, 4, 2], [1, 0, 2, 3, 4]])
+    with warnings.catch_warnings():  # JAX drops the parameter checks (PyTensor warns)
+        warnings.filterwarnings("ignore", "Skipping Check", UserWarning)
+        got = pytensor.function([alpha, value], outputs, mode="JAX")(2.0, ballots)
+    expected = pytensor.function([alpha, value], outputs, mode=PYTHON_MODE)(2.0, ballots)
+    np.testing.assert_allclose(np.asarray(got, dtype=float), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("distance", ["footrule", "spearman", "hamming"])
+def test_pairwise_preferences_under_a_separable_mallows_model(distance):
+    """The recipe of ``mallows_logits``: PartialOrder with the Mallows logits, random partial
+    orders (2 to 6 pairs, padded) of n = 3..6 items, against the Mallows probabilities of their linear
+    extensions; and its gradient in alpha."""
+    rng = np.random.default_rng(4)
+    alpha = pt.dscalar("alpha")
+    for n in range(3, 7):
+        rho = rng.permutation(n)
+        most = min(6, n * (n - 1) // 2)
+        sizes = rng.integers(2, most + 1, size=4)
+        prefs = np.stack([random_partial_order(rng, n, k, pad=most - k) for k in sizes])
+        y = pm_perm.PartialOrder.dist(logits=mallows_logits(rho, alpha, distance), pairs=prefs)
+        got = pytensor.function([alpha], pm.logp(y, prefs), mode=PYTHON_MODE)(3.5)
+        perms = all_permutations(n)
+        lp = np.array([mallows_logp_enum(distance, R, rho, 3.5) for R in perms])
+        expected = [np.log(np.exp(lp[extension_mask(p, perms)]).sum()) for p in prefs]
+        np.testing.assert_allclose(got, expected, rtol=1e-10, err_msg=f"n = {n}")
+    pytensor.gradient.verify_grad(
+        lambda a: pm.logp(pm_perm.PartialOrder.dist(logits=mallows_logits(rho, a, distance)),
+                          prefs).sum(),
+        [np.array(2.0)], rng=np.random.default_rng(0), mode=PYTHON_MODE)
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -174,6 +223,8 @@ def test_distances_without_an_exact_partial_likelihood_are_refused():
             MallowsPartial.dist(rho=np.arange(4), alpha=1.0, distance=distance)
     with pytest.raises(ValueError, match="unknown Mallows distance 'euclid'"):
         MallowsPartial.dist(rho=np.arange(4), alpha=1.0, distance="euclid")
+    with pytest.raises(ValueError, match="mallows_logits: distance must be one of .*separable"):
+        mallows_logits(np.arange(4), 1.0, "kendall")
 
 
 def test_beyond_the_exact_limit_the_message_names_the_alternatives():
