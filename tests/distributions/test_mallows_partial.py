@@ -180,8 +180,8 @@ def test_logp_and_gradient_compile_on_jax(distance):
 @pytest.mark.parametrize("distance", ["footrule", "spearman", "hamming"])
 def test_pairwise_preferences_under_a_separable_mallows_model(distance):
     """The recipe of ``mallows_logits``: PartialOrder with the Mallows logits, random partial
-    orders (2 to 6 pairs, padded) of n = 3..6 items, against the Mallows probabilities of their linear
-    extensions; and its gradient in alpha."""
+    orders (2 to 6 pairs, padded) of n = 3..6 items, against the Mallows probabilities of
+    their linear extensions; and its gradient in alpha."""
     rng = np.random.default_rng(4)
     alpha = pt.dscalar("alpha")
     for n in range(3, 7):
