@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from pm_perm.reference.mallows import distance_ref
-from pm_perm.reference.permutations import all_permutations
+from pm_perm.reference.mallows import mallows_probabilities_enum
 from pm_perm.reference.rankings import consistent_mask
 
 __all__ = ["mallows_partial_logp_enum"]
@@ -21,12 +20,9 @@ def mallows_partial_logp_enum(distance, orders, rho, alpha):
     ``p(R) = exp(-(alpha / n) d(R, rho)) / Z_n(alpha)``: log-sum-exp over the consistent
     complete rankings (:func:`pm_perm.reference.rankings.consistent_mask`) minus that over all
     of them."""
-    rho = np.asarray(rho, dtype=np.int64)
-    n = rho.size
-    perms = all_permutations(n)
-    d = np.array([distance_ref(distance, R, rho) for R in perms], dtype=float)
-    lp = -(alpha / n) * d
-    lp = lp - logsumexp(lp)
+    perms, p = mallows_probabilities_enum(distance, rho, alpha)
+    with np.errstate(divide="ignore"):
+        lp = np.log(p)
     out = []
     for y in np.atleast_2d(orders):
         mask = consistent_mask(y, perms)
