@@ -120,6 +120,7 @@ _LAZY = {
     "BradleyTerry": "pm_perm.distributions",
     "ConditionalBernoulli": "pm_perm.distributions",
     "Mallows": "pm_perm.distributions",
+    "MallowsPartial": "pm_perm.distributions",
     "NChooseK": "pm_perm.distributions",
     "OrdinalNChooseK": "pm_perm.distributions",
     "PartialOrder": "pm_perm.distributions",

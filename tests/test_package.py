@@ -48,7 +48,7 @@ print(data.n_rankings, "pymc" in sys.modules, "pytensor" in sys.modules)
 
 SYMBOLIC_API = {
     "ConditionalBernoulli", "Mallows", "NChooseK", "OrdinalNChooseK", "PartialRanking",
-    "PermutationExpFamily", "PlackettLuce", "TopKRanking",  # distributions
+    "PermutationExpFamily", "PlackettLuce", "TopKRanking", "MallowsPartial",  # distributions
     "BradleyTerry", "PartialOrder",  # distributions of pairwise preferences
     "edge_logits", "expected_topk_gain", "log_expected_topk_gain",  # model helpers (PyTensor)
     "check_find_map", "check_draws", "sampler_warnings", "MapFitError", "SamplingError",  # checks

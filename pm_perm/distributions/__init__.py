@@ -3,6 +3,7 @@
 from pm_perm.distributions import _latent as _latent  # noqa: F401  (guards latent permutations)
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulli
 from pm_perm.distributions.mallows import Mallows
+from pm_perm.distributions.mallows_partial import MallowsPartial
 from pm_perm.distributions.mixture import RankingMixture, mixture_memberships
 from pm_perm.distributions.n_choose_k import NChooseK
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseK
@@ -19,6 +20,7 @@ __all__ = [
     "BradleyTerry",
     "ConditionalBernoulli",
     "Mallows",
+    "MallowsPartial",
     "NChooseK",
     "OrdinalNChooseK",
     "PLAnchoredRanking",

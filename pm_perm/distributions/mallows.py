@@ -323,6 +323,13 @@ class Mallows(pm.Discrete):
     check (``ParameterValueError``; ``-inf`` inside a model); values that are not permutations
     get ``-inf``; malformed observed data raise ``ValueError`` when the model is built.
 
+    Partial data (:class:`~pm_perm.distributions.mallows_partial.MallowsPartial`: top-k and
+    tied rankings, rank form with ``-1`` = unranked), what is exact per distance: footrule,
+    spearman, hamming exactly by the partial-order DP (O(n 2^n) per ``(rho, alpha)``, n <= 26);
+    kendall exactly by a closed form (O(n^2) per ballot); cayley and ulam refused (no exact
+    partial likelihood). Arbitrary pairwise preferences, footrule / spearman / hamming only:
+    ``PartialOrder(logits=mallows_logits(rho, alpha, distance))``.
+
     References
     ----------
     V. Vitelli, O. Sørensen, M. Crispino, A. Frigessi, E. Arjas, "Probabilistic preference

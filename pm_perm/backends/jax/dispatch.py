@@ -26,6 +26,7 @@ from pm_perm.backends.jax import (
 )
 from pm_perm.distributions.conditional_bernoulli import ConditionalBernoulliRV
 from pm_perm.distributions.mallows import MallowsRV
+from pm_perm.distributions.mallows_partial import MallowsPartialRV
 from pm_perm.distributions.n_choose_k import NChooseKRV
 from pm_perm.distributions.ordinal_n_choose_k import OrdinalNChooseKRV
 from pm_perm.distributions.pairwise import BradleyTerryRV
@@ -225,5 +226,5 @@ random.register((
     BradleyTerryRV, PartialOrderRV, PartialOrderExpFamilyRV,
     ConditionalBernoulliRV, MallowsRV, NChooseKRV, OrdinalNChooseKRV, PartialRankingRV,
     PermutationExpFamilyRV, PermutationExpFamilyBetheRV, PermutationExpFamilyGlynnRV,
-    PLAnchoredRankingRV, PlackettLuceRV, TopKRankingRV,
+    PLAnchoredRankingRV, PlackettLuceRV, TopKRankingRV, MallowsPartialRV,
 ))
