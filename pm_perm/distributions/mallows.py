@@ -290,7 +290,9 @@ class Mallows(pm.Discrete):
     rho : tensor_like of int, shape (..., n)
         The consensus ranking, rank form (``rho[i]`` = the 0-based rank of item ``i``): data, or
         a latent permutation such as ``PermutationExpFamily("rho", logits=np.zeros((n, n)))``
-        (``pm.sample`` assigns it the swap step of :mod:`pm_perm.inference.step_methods`).
+        (``pm.sample`` assigns it, with a scalar ``alpha``, the compiled
+        :class:`~pm_perm.inference.mallows_consensus.MallowsConsensusGibbs` when the model has
+        that step's form, else the leap-and-shift step of :mod:`pm_perm.inference.step_methods`).
         ``n`` must be known when the model is built.
     alpha : tensor_like of float, shape (...)
         Dispersion, ``alpha >= 0`` (0: uniform over the ``n!`` rankings).
