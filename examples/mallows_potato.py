@@ -2,8 +2,8 @@
 
 12 assessors ranked 20 potatoes by their look (``potato_visual``, BayesMallows' example data).
 BayesMallows' default model: ``R_j ~ Mallows(rho, alpha, "footrule")``, ``rho`` uniform over the
-20! rankings, ``alpha ~ Exponential(rate 0.001)``; ``pm.sample`` assigns NUTS to alpha and
-``PermutationLeapShift`` to rho (4 chains, one process). Prints alpha's posterior and
+20! rankings, ``alpha ~ Exponential(rate 0.001)``; ``pm.sample`` assigns the compiled
+``MallowsConsensusGibbs`` step to alpha and rho (4 chains, one process). Prints alpha's posterior and
 diagnostics, the CP and MAP consensus, the 95 % rank intervals, and the distance of the CP
 consensus to the true weight order (``potato_true_ranking``); writes the heat plot
 ``docs/guide/mallows_potato_heat.png`` (``plot_consensus_heat``). Needs
