@@ -247,6 +247,8 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
                 point = _best_start(engine, rm, seed, n_starts, maxiter)
             else:
                 point = engine.fit(maxiter=maxiter, what=f"the MAP fit at {name} = {t:g}")
+                if "b_raw" in rm.model.named_vars:  # rank-one tilt: a = b = 0 can be a saddle
+                    point = _better_of_jittered(engine, point, seed + i, maxiter)
             x = engine.x.copy()
             if keep is None:
                 keep = _order_model_coordinates(engine)
@@ -282,6 +284,21 @@ def _hyperparameter(rm):
                      "(full_model(data, tau=0.0), top_k_model(data, tau=0.0)) or a rank-one "
                      "model with a position mix "
                      "(rank_one_model(data, positions=0.0))")
+
+
+def _better_of_jittered(engine, point, seed, maxiter):
+    """``point`` (``engine.x`` at it) or the fit from a jittered start, whichever is higher;
+    ``engine.x`` left at the one returned (the PL-anchored rank-one tilt
+    ``D = tau (B a)(B b)^T``: its previous optimum ``a = b = 0`` stays a stationary point)."""
+    x = engine.x.copy()
+    try:
+        other = engine.fit(seed=seed, maxiter=maxiter, what="the MAP fit from a jittered start")
+    except MapFitError:
+        other = None
+    if other is None or other["_info"]["log_posterior"] <= point["_info"]["log_posterior"]:
+        engine.x = x
+        return point
+    return other
 
 
 def _best_start(engine, rm, seed, n_starts, maxiter):
