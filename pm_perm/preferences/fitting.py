@@ -18,6 +18,8 @@ from pymc.util import get_default_varnames
 from pm_perm._progress import stage
 from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, checked_sample
 from pm_perm.preferences._families import (
+    ANCHORED,
+    anchored_params,
     check_family,
     check_probability_vectors,
     n_lengths,
@@ -440,7 +442,8 @@ def posterior_params(source, family):
     Parameters
     ----------
     source : dict (from :func:`fit_map`) or InferenceData / DataTree with ``posterior``
-        Holds ``"W"`` (or ``"u"`` for Plackett-Luce), ``"length_probs"`` and, for K > 1
+        Holds ``"W"`` (or ``"u"`` for Plackett-Luce, ``"u"`` and ``"D"`` for the PL-anchored
+        models of :mod:`~pm_perm.preferences.anchored`), ``"length_probs"`` and, for K > 1
         components, ``"mixture_weights"`` (K,).
     family : str
         One of ``FAMILIES``.
@@ -448,7 +451,9 @@ def posterior_params(source, family):
     Returns
     -------
     dict
-        ``"params"``: W (S, K, M, M), the top-k model's logits (S, 1, M, k + 1) or u (S, K, M);
+        ``"params"``: W (S, K, M, M), the top-k model's logits (S, 1, M, k + 1), u (S, K, M),
+        or for ``"pl-anchored"`` ``D`` and ``u`` packed as (S, 1, M, M + 1) (``D`` the first M
+        columns, ``u`` the last);
         ``"weights"`` (S, K); ``"length_probs"`` (S, M + 1), for top-k (S, k + 1). S = 1 for a
         MAP point; draws flattened over chains.
 
@@ -467,7 +472,7 @@ def posterior_params(source, family):
         post, draw_axis = source, 0
     else:
         post, draw_axis = source["posterior"], 2
-    for k in (name, "length_probs"):
+    for k in (name, "length_probs") + (("u",) if family == ANCHORED else ()):
         if k not in post:
             raise ValueError(f"source has no {k!r} (needed for family {family!r}); pass the "
                              "fit_map point or posterior of a model of that family")
@@ -477,6 +482,8 @@ def posterior_params(source, family):
         return a[None] if draw_axis == 0 else a.reshape((-1,) + a.shape[2:])
 
     params, lp = get(name), get("length_probs")
+    if family == ANCHORED:
+        params = anchored_params(get("u"), params)
     K = params.shape[1] if params.ndim > 1 else 0
     if "mixture_weights" in post:
         w = get("mixture_weights")
