@@ -28,14 +28,17 @@ Plackett-Luce exactly and ``tau`` is chosen by the Laplace evidence
 (:func:`pm_perm.preferences.fitting.fit_map_type2`; the diagnostics hold the evidence of each
 scale), so on small data the model stays within noise of Plackett-Luce and on large data it
 departs where the data support it (``docs/benchmarks.md``, "Small data, V3" and "V4"). Under
-``--fit nuts`` ``tau`` is fixed at that type-II value (empirical Bayes: the model's ``tau`` is a
-fixed container, and a ``HalfNormal`` scale that can reach 0 puts NUTS in a funnel) and NUTS
-integrates ``u`` and ``D``. The JSON's ``variant`` and ``family`` (``"pl-anchored"``) say so; its
-``logits`` are then ``null``: ``utilities`` (u) and ``deviations`` (D, items x positions) take
-their place. Otherwise (``--components`` > 1, ties before a ballot's end, or
-``--learn-positions``) the older models run: the full item x position logits shrunk toward
-rank one (its MAP chooses ``tau`` by the Laplace evidence, NUTS integrates it) and the rank-one
-logits ``u c^T`` (its MAP chooses the position profile by the evidence, between Plackett-Luce's
+``--fit nuts`` (``--model full`` only) ``tau`` is fixed at that type-II value (empirical Bayes:
+the model's ``tau`` is a fixed container, and a ``HalfNormal`` scale that can reach 0 puts NUTS
+in a funnel) and NUTS integrates ``u`` and ``D``. ``--model rank-one --fit nuts`` runs the older
+rank-one model: the rank-one tilt ``(a, b)`` is bilinear (a ridge and two mirror modes), and
+NUTS did not mix on it (max r_hat 1.14, 2 chains x 300 draws, 1,500 ballots over 4 items).
+The JSON's ``variant`` and ``family`` (``"pl-anchored"``) say which model ran; its ``logits``
+are then ``null``: ``utilities`` (u) and ``deviations`` (D, items x positions) take their place.
+Otherwise (``--components`` > 1, ties before a ballot's end, ``--learn-positions``, rank-one
+under NUTS) the older models run: the full item x position logits shrunk toward rank one (its
+MAP chooses ``tau`` by the Laplace evidence, NUTS integrates it) and the rank-one logits
+``u c^T`` (its MAP chooses the position profile by the evidence, between Plackett-Luce's
 first-order (harmonic) profile and the linear one, ``position_mix`` 0 to 1, unless
 ``--learn-positions``); these can lose to Plackett-Luce on small data, and the JSON's ``notes``
 say which ran and why.

@@ -15,11 +15,11 @@ def _family(args, data):
     """The family ``--model`` fits on ``data`` (all ballots, held-out ones included): the
     PL-anchored model (full or rank-one tilt) for ``--model full`` / ``rank-one`` with one
     component, on ballots with no tie before their end, and (rank-one) without
-    ``--learn-positions``; otherwise ``args.model`` itself (the model shrunk toward rank one)."""
+    ``--learn-positions`` and by MAP; otherwise ``args.model`` itself (the older models)."""
     from pm_perm.kernels.pl_tilted import middle_tie_rows
 
     if (args.model in ("full", "rank-one") and args.components == 1
-            and not (args.model == "rank-one" and args.learn_positions)
+            and not (args.model == "rank-one" and (args.learn_positions or args.fit == "nuts"))
             and not middle_tie_rows(data.orders).any()):
         return ANCHORED
     return args.model
@@ -33,6 +33,8 @@ def _variant(args, family):
         return args.model, []
     why = ("--components > 1" if args.components > 1 else "--learn-positions"
            if args.model == "rank-one" and args.learn_positions else
+           "--fit nuts (the rank-one tilt's bilinear posterior mixes poorly under NUTS)"
+           if args.model == "rank-one" and args.fit == "nuts" else
            "ballots with tied items before their end")
     shrunk = ("full item x position logits shrunk toward rank one" if args.model == "full"
               else "rank-one item x position logits")

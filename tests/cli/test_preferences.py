@@ -305,12 +305,18 @@ def test_nuts_nan_draws_are_a_fit_failure(ballots, tmp_path, capsys, monkeypatch
 
 @pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
-def test_nuts_end_to_end(ballots, tmp_path):
+@pytest.mark.parametrize("model, family", [("rank-one", "rank-one"), ("full", "pl-anchored")])
+def test_nuts_end_to_end(ballots, tmp_path, model, family):
+    """NUTS: rank-one runs the older rank-one model (the PL-anchored rank-one tilt did not mix,
+    max r_hat 1.14), full the PL-anchored model at its type-II tau."""
     out = tmp_path / "nuts.json"
-    assert main(["preferences", str(ballots), "--model", "rank-one", "--fit", "nuts",
+    assert main(["preferences", str(ballots), "--model", model, "--fit", "nuts",
                  "--draws", "300", "--tune", "300", "--chains", "2",
                  "--heldout-fraction", "0.2", "--json", str(out)]) == 0
     res = json.loads(out.read_text())
+    assert res["family"] == family
+    if family == "pl-anchored":
+        assert res["sampler"]["tau"] > 0 and res["logits"] is None
     assert res["diagnostics"]["max_r_hat"] < 1.05 and res["diagnostics"]["divergences"] == 0
     assert res["sampler"]["chains"] == 2 and res["consensus"] == ["A", "B", "C", "D"]
     assert res["sampler"]["sampler"] == "nutpie"
