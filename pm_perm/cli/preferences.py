@@ -19,29 +19,29 @@ is the most probable complete order of each draw (:func:`pm_perm.preferences.ana
 consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
 says nothing about uncertainty: use ``--fit nuts`` for that.
 
-Which model ``--model full`` and ``--model rank-one`` fit (issue 53): with one component
-(``--components 1``, the default) on complete or top-k ballots (no tie before a ballot's end),
-the PL-anchored model :func:`pm_perm.preferences.anchored.pl_anchored_model`,
-``p(pi) ∝ PL(pi; u) exp(sum_i D[i, pi(i)])`` with ``D`` zero-sum of scale ``tau``: a full
-``D`` for ``full``, a rank-one ``D = tau (B a)(B b)^T`` for ``rank-one``. ``tau = 0`` is
-Plackett-Luce exactly and ``tau`` is chosen by the Laplace evidence
+Which model ``--model full`` fits (issue 53): with one component (``--components 1``, the
+default) on complete or top-k ballots (no tie before a ballot's end), the PL-anchored model
+:func:`pm_perm.preferences.anchored.pl_anchored_model`,
+``p(pi) ∝ PL(pi; u) exp(sum_i D[i, pi(i)])`` with ``D`` zero-sum of scale ``tau``. ``tau = 0``
+is Plackett-Luce exactly and ``tau`` is chosen by the Laplace evidence
 (:func:`pm_perm.preferences.fitting.fit_map_type2`; the diagnostics hold the evidence of each
 scale), so on small data the model stays within noise of Plackett-Luce and on large data it
-departs where the data support it (``docs/benchmarks.md``, "Small data, V3" and "V4"). Under
-``--fit nuts`` (``--model full`` only) ``tau`` is fixed at that type-II value (empirical Bayes:
-the model's ``tau`` is a fixed container, and a ``HalfNormal`` scale that can reach 0 puts NUTS
-in a funnel) and NUTS integrates ``u`` and ``D``. ``--model rank-one --fit nuts`` runs the older
-rank-one model: the rank-one tilt ``(a, b)`` is bilinear (a ridge and two mirror modes), and
-NUTS did not mix on it (max r_hat 1.14, 2 chains x 300 draws, 1,500 ballots over 4 items).
-The JSON's ``variant`` and ``family`` (``"pl-anchored"``) say which model ran; its ``logits``
-are then ``null``: ``utilities`` (u) and ``deviations`` (D, items x positions) take their place.
-Otherwise (``--components`` > 1, ties before a ballot's end, ``--learn-positions``, rank-one
-under NUTS) the older models run: the full item x position logits shrunk toward rank one (its
-MAP chooses ``tau`` by the Laplace evidence, NUTS integrates it) and the rank-one logits
-``u c^T`` (its MAP chooses the position profile by the evidence, between Plackett-Luce's
-first-order (harmonic) profile and the linear one, ``position_mix`` 0 to 1, unless
-``--learn-positions``); these can lose to Plackett-Luce on small data, and the JSON's ``notes``
-say which ran and why.
+departs where the data support it (``docs/benchmarks.md``, "Small data, V3"). Under
+``--fit nuts`` ``tau`` is fixed at that type-II value (empirical Bayes: the model's ``tau`` is a
+fixed container, and a ``HalfNormal`` scale that can reach 0 puts NUTS in a funnel) and NUTS
+integrates ``u`` and ``D``. The JSON's ``variant`` and ``family`` (``"pl-anchored"``) say which
+model ran; its ``logits`` are then ``null``: ``utilities`` (u) and ``deviations`` (D, items x
+positions) take their place. Otherwise (``--components`` > 1, or ties before a ballot's end)
+the older full model runs: item x position logits shrunk toward rank one (its MAP chooses
+``tau`` by the Laplace evidence, NUTS integrates it).
+
+``--model rank-one`` fits the rank-one logits ``u c^T`` (its MAP chooses the position profile
+by the evidence, between Plackett-Luce's first-order (harmonic) profile and the linear one,
+``position_mix`` 0 to 1, unless ``--learn-positions``). Its PL-anchored variant
+(``pl_anchored_model(data, deviations="rank-one")``) did not meet the pre-registered small-data
+criterion (``docs/benchmarks.md``, "Small data, V4") and is not the CLI's default; under NUTS its
+bilinear tilt did not mix either (max r_hat 1.14, 2 chains x 300 draws). The older models can
+lose to Plackett-Luce on small data; the JSON's ``notes`` say which model ran and why.
 
 Comparison (:func:`compare_models`): unless the model is one-population Plackett-Luce, the
 chosen model is scored against Plackett-Luce on the held-out ballots (or, without held-out
