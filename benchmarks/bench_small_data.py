@@ -85,6 +85,13 @@ score and criterion as V3: the V4 - PL difference within 2 SE per data set (all 
 pooled, both settings; Irish (the same seed-0 split): V4's held-out mean above PL's on each of
 the three elections. Only if both hold does V4 replace V2 as the CLI's rank-one model.
 
+V4 RESULTS (run after its pre-registration, 2026-11-29 12:49-13:41 UTC; figures in
+docs/benchmarks.md, "Small data, V4"): the criterion is NOT met: complete M = 15 is
+-0.073 +- 0.029 (2.5 SE below PL, ``tau`` 0.125) and the complete pool -0.010 +- 0.005 (2.1 SE);
+the other eight data sets differ from PL by at most 2e-4 nats (``tau`` 0.0625-0.125 with the
+MAP at ``D = 0``; top-k M = 18 +1.6e-4, 2.6 SE above). Irish: V4 above PL by +0.74, +0.24,
++0.80 (``tau`` 2 each), so the Irish condition holds. V4 does not replace V2 in the CLI.
+
 Run (from the repository root; about 25 minutes on a loaded 2-core machine, the Irish part
 about 6 minutes)::
 
