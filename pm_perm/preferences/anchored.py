@@ -22,15 +22,20 @@ start as well as from the previous optimum and keeps the better; ``(a, b)`` and 
 give the same ``D`` (two modes: the Laplace evidence of one of them is ``log 2`` below the
 two modes' sum, a bias toward smaller ``tau``).
 
-Scope (experimental): one component, complete and top-k ballots (a tie block only at the end of
-a ballot), MAP fits (:func:`~pm_perm.preferences.fitting.fit_map`, ``fit_map_type2``). The
+Scope: one component, complete and top-k ballots (a tie block only at the end of a ballot);
+MAP fits (:func:`~pm_perm.preferences.fitting.fit_map`, ``fit_map_type2``) and NUTS
+(:func:`~pm_perm.preferences.fitting.fit_nuts`, at a fixed ``tau``). ``pm-perm preferences
+--model full`` fits the full variant by default where it applies (:mod:`pm_perm.cli.preferences`);
+the rank-one variant did not meet the small-data criterion (``docs/benchmarks.md``, "Small data,
+V4") and is not a CLI default. The
 ballots are an observed :class:`~pm_perm.distributions.PLAnchoredRanking` ``"ballots"`` with
 ``weights=counts`` and ``length_probs``, as the one-component models of
 :mod:`~pm_perm.preferences.models`: ``pm.compute_log_likelihood`` has one row per BALLOT (so
 ``az.loo`` / ``az.compare`` are per ballot), and ``pm.sample_posterior_predictive`` draws one
-ballot per observed ballot with its pattern (length, tied last block). The functions of
-:mod:`pm_perm.preferences.posterior` do not take this family; use :func:`heldout_loglik` for
-held-out scores.
+ballot per observed ballot with its pattern (length, tied last block). The posterior helpers
+(:func:`~pm_perm.preferences.fitting.posterior_params`, :mod:`pm_perm.preferences.posterior`,
+:mod:`pm_perm.preferences.analysis`) take the family :data:`FAMILY`, whose ``params`` pack
+``D`` and ``u`` as (S, 1, M, M + 1); :func:`heldout_loglik` scores a MAP point directly.
 """
 
 from __future__ import annotations
@@ -53,8 +58,7 @@ from pm_perm.preferences.models import (
 
 __all__ = ["DEVIATIONS", "FAMILY", "heldout_loglik", "pl_anchored_model"]
 
-#: The ``family`` of the models built here (not one of the families of
-#: :mod:`pm_perm.preferences.models`: the posterior helpers do not take it).
+#: The ``family`` of the models built here (full and rank-one tilt alike).
 FAMILY = "pl-anchored"
 #: The structures of the deviation matrix ``D`` (``deviations=`` of :func:`pl_anchored_model`).
 DEVIATIONS = ("full", "rank-one")
