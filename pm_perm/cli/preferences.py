@@ -123,7 +123,6 @@ from pm_perm.cli.preferences_models import (
     _build,
     _family,
     _map_fitter,
-    _type2_kwargs,  # noqa: F401  (part of this module's namespace before the split)
     _variant,
 )
 
