@@ -73,6 +73,25 @@ top-k ballots only, MAP fits only (no per-ballot pointwise log-likelihood, predi
 implementation), and its fits are slow at M = 18-19 (17-29 min each on the loaded machine,
 mostly the Laplace Hessian).
 
+V4 (PRE-REGISTERED 2026-11-29 12:47 UTC, after V0-V3's figures and before any figure of V4):
+rank-one only. "rank-one V4 (PL-anchored rank-one, type-II tau)": V3's model with a rank-one
+tilt, ``D = tau (B a)(B b)^T`` (``a`` over items, ``b`` over positions, M - 1 standard normal
+coordinates each, ``B`` the Helmert basis; ``pl_anchored_model(data, deviations="rank-one")``),
+``u ~ ZeroSumNormal(3)``; ``tau = 0`` is Plackett-Luce exactly. ``tau`` by the Laplace evidence
+on V3's grid (whole grid, ``patience=None``); as ``a = b = 0`` is a stationary point at every
+``tau``, each ``tau > 0`` is fitted from the previous optimum and from a jittered start, the
+higher MAP kept (no ``log 2`` for the mirror mode ``(-a, -b)``). Same data, splits, MAP plug-in
+score and criterion as V3: the V4 - PL difference within 2 SE per data set (all ten) and
+pooled, both settings; Irish (the same seed-0 split): V4's held-out mean above PL's on each of
+the three elections. Only if both hold does V4 replace V2 as the CLI's rank-one model.
+
+V4 RESULTS (run after its pre-registration, 2026-11-29 12:49-13:41 UTC; figures in
+docs/benchmarks.md, "Small data, V4"): the criterion is NOT met: complete M = 15 is
+-0.073 +- 0.029 (2.5 SE below PL, ``tau`` 0.125) and the complete pool -0.010 +- 0.005 (2.1 SE);
+the other eight data sets differ from PL by at most 2e-4 nats (``tau`` 0.0625-0.125 with the
+MAP at ``D = 0``; top-k M = 18 +1.6e-4, 2.6 SE above). Irish: V4 above PL by +0.74, +0.24,
++0.80 (``tau`` 2 each), so the Irish condition holds. V4 does not replace V2 in the CLI.
+
 Run (from the repository root; about 25 minutes on a loaded 2-core machine, the Irish part
 about 6 minutes)::
 
@@ -139,6 +158,9 @@ MODELS = {
         rmod.rank_one_model(d, positions=0.0), seed=s, patience=None)),
     "full V3 (PL-anchored, type-II tau)": (anchored.FAMILY, lambda d, s: rfit.fit_map_type2(
         anchored.pl_anchored_model(d, tau=0.0), seed=s, patience=None)),
+    "rank-one V4 (PL-anchored rank-one, type-II tau)": (anchored.FAMILY, lambda d, s:
+        rfit.fit_map_type2(anchored.pl_anchored_model(d, tau=0.0, deviations="rank-one"),
+                           seed=s, patience=None)),
 }
 
 

@@ -17,11 +17,31 @@ observed (partial) orders, the ballot length not included: under MAP the plug-in
 ``log mean_draws p(order | draw)`` (over at most ``--max-loglik-draws`` draws). The consensus
 is the most probable complete order of each draw (:func:`pm_perm.preferences.analysis.
 consensus_posterior`); under MAP there is one draw, so its "posterior probability" is 1 and
-says nothing about uncertainty: use ``--fit nuts`` for that. The full model's MAP chooses its
-deviation scale ``tau`` by the Laplace evidence (:func:`pm_perm.preferences.fitting.fit_map_type2`;
-the diagnostics hold the evidence of each scale); NUTS integrates it. The rank-one model's MAP
-chooses its position profile the same way, between Plackett-Luce's first-order (harmonic)
-profile and the linear one (``position_mix`` 0 to 1), unless ``--learn-positions``.
+says nothing about uncertainty: use ``--fit nuts`` for that.
+
+Which model ``--model full`` fits (issue 53): with one component (``--components 1``, the
+default) on complete or top-k ballots (no tie before a ballot's end), the PL-anchored model
+:func:`pm_perm.preferences.anchored.pl_anchored_model`,
+``p(pi) ∝ PL(pi; u) exp(sum_i D[i, pi(i)])`` with ``D`` zero-sum of scale ``tau``. ``tau = 0``
+is Plackett-Luce exactly and ``tau`` is chosen by the Laplace evidence
+(:func:`pm_perm.preferences.fitting.fit_map_type2`; the diagnostics hold the evidence of each
+scale), so on small data the model stays within noise of Plackett-Luce and on large data it
+departs where the data support it (``docs/benchmarks.md``, "Small data, V3"). Under
+``--fit nuts`` ``tau`` is fixed at that type-II value (empirical Bayes: the model's ``tau`` is a
+fixed container, and a ``HalfNormal`` scale that can reach 0 puts NUTS in a funnel) and NUTS
+integrates ``u`` and ``D``. The JSON's ``variant`` and ``family`` (``"pl-anchored"``) say which
+model ran; its ``logits`` are then ``null``: ``utilities`` (u) and ``deviations`` (D, items x
+positions) take their place. Otherwise (``--components`` > 1, or ties before a ballot's end)
+the older full model runs: item x position logits shrunk toward rank one (its MAP chooses
+``tau`` by the Laplace evidence, NUTS integrates it).
+
+``--model rank-one`` fits the rank-one logits ``u c^T`` (its MAP chooses the position profile
+by the evidence, between Plackett-Luce's first-order (harmonic) profile and the linear one,
+``position_mix`` 0 to 1, unless ``--learn-positions``). Its PL-anchored variant
+(``pl_anchored_model(data, deviations="rank-one")``) did not meet the pre-registered small-data
+criterion (``docs/benchmarks.md``, "Small data, V4") and is not the CLI's default; under NUTS its
+bilinear tilt did not mix either (max r_hat 1.14, 2 chains x 300 draws). The older models can
+lose to Plackett-Luce on small data; the JSON's ``notes`` say which model ran and why.
 
 Comparison (:func:`compare_models`): unless the model is one-population Plackett-Luce, the
 chosen model is scored against Plackett-Luce on the held-out ballots (or, without held-out
@@ -37,7 +57,8 @@ in the file); its logits are M x (K + 1), the last column "not in the top K". It
 stop beyond ``EXACT_MAX_M`` = 26 items with a message naming ``--model plackett-luce`` and
 ``--model top-k``.
 
-JSON: ``model``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``,
+JSON: ``model`` (the ``--model`` given), ``variant`` (the model that ran, in words), ``family``,
+``notes``, ``components``, ``fit``, ``n_items``, ``n_rankings``, ``items``,
 ``train`` / ``heldout`` (``loglik_per_ranking``, ``n_rankings``, ``n_distinct``), ``logits``
 (the fitted item x position matrix, rows = items in file order, columns = positions first to
 last, for top-k the K positions and "not in the top K": MAP, or posterior mean under NUTS;
@@ -96,12 +117,16 @@ from pm_perm.cli.common import (
     write_json_result,
 )
 from pm_perm.cli.common import status as _status
+from pm_perm.cli.preferences_models import (
+    ANCHORED,
+    MODELS,
+    _build,
+    _family,
+    _map_fitter,
+    _variant,
+)
 
 __all__ = ["add_parser", "run_rankings"]
-
-MODELS = {"plackett-luce": "plackett_luce_model", "rank-one": "rank_one_model",
-          "full": "full_model", "top-k": "top_k_model"}
-
 
 def add_parser(subparsers):
     """Register the ``preferences`` subcommand on an ``argparse`` sub-parser collection."""
@@ -238,7 +263,7 @@ def _loglik_per_ranking(post, family, data, *, fit, max_draws, seed):
 def _nuts_diagnostics(idata, family, components):
     import arviz as az
 
-    names = ["u" if family == "plackett-luce" else "W"]
+    names = {"plackett-luce": ["u"], ANCHORED: ["u", "D"]}.get(family, ["W"])
     if components > 1:
         names.append("mixture_weights")
     summary = az.summary(idata, var_names=names, kind="diagnostics")
@@ -250,61 +275,35 @@ def _nuts_diagnostics(idata, family, components):
             "converged": bool(r_hat <= 1.01 and div == 0)}
 
 
-def _fit(args, train):
+def _fit(args, train, family):
     from pm_perm.inference import SamplingError, sampler_warnings
     from pm_perm.preferences import fitting as rfit
-    from pm_perm.preferences import models as rmod
 
-    kwargs = {"components": args.components, "prior_sigma": args.prior_sigma}
-    if args.model == "rank-one":
-        kwargs["learn_positions"] = args.learn_positions
-    if args.model == "top-k":
-        kwargs["K"] = args.top_k
-    if args.model == "full" and args.fit == "nuts":
-        kwargs["parametrization"] = "auto"  # centred for many ballots per entry of W
-    if args.fit == "map":
-        kwargs.update(_type2_kwargs(args.model, args.learn_positions))
-    rm = getattr(rmod, MODELS[args.model])(train, **kwargs)
+    rm = _build(args, train, family)
     if args.fit == "map":
         starts = args.starts or (1 if args.components == 1 else 3)
         point = _map_fitter(rm)(rm, seed=args.seed, n_starts=starts)
         diag = point.pop("_optimizer")
-        return rfit.posterior_params(point, args.model), diag, {"starts": starts}
+        return rfit.posterior_params(point, family), diag, {"starts": starts}
+    extra = {}
+    if family == ANCHORED:  # NUTS at the type-II tau (module docstring)
+        _status("PL-anchored model: choosing tau by the Laplace evidence (MAP) before NUTS")
+        tau = float(rfit.fit_map_type2(rm, seed=args.seed)["tau"])
+        extra = {"tau": tau, "tau_from": "type-II MAP (Laplace evidence), fixed under NUTS"}
     _status(f"NUTS: {args.chains} chains x {args.draws} draws ({args.tune} tuning)")
     idata = rfit.fit_nuts(rm, draws=args.draws, tune=args.tune, chains=args.chains,
                           seed=args.seed, target_accept=args.target_accept)
-    post = rfit.posterior_params(idata, args.model)
+    post = rfit.posterior_params(idata, family)
     if not all(np.all(np.isfinite(v)) for v in post.values()):
         raise SamplingError("NUTS returned non-finite draws (mixture weights or ballot-length "
                             "probabilities); nothing is reported")
-    diag = _nuts_diagnostics(idata, args.model, args.components)
+    diag = _nuts_diagnostics(idata, family, args.components)
     for w in sampler_warnings(diag):
         warnings.warn(w, RuntimeWarning, stacklevel=1)
     sampler = {"draws": args.draws, "tune": args.tune, "chains": args.chains,
                "target_accept": args.target_accept, "sampler": idata.attrs.get("pm_perm_sampler"),
-               "parametrization": rm.parametrization}
+               "parametrization": rm.parametrization, **extra}
     return post, diag, sampler
-
-
-def _type2_kwargs(model, learn_positions):
-    """Builder arguments of a MAP fit whose hyperparameter ``fit_map_type2`` chooses by the
-    Laplace evidence: the full and top-k models' deviation scale ``tau``; the rank-one model's
-    position profile, a mix of the harmonic and linear ones (unless ``--learn-positions``)."""
-    if model in ("full", "top-k"):
-        return {"tau": 0.0}
-    if model == "rank-one" and not learn_positions:
-        return {"positions": 0.0}
-    return {}
-
-
-def _map_fitter(rm):
-    """``fit_map_type2`` for a model built with a type-II hyperparameter, else ``fit_map``."""
-    from pm_perm.preferences import fitting as rfit
-
-    names = rm.model.named_vars
-    type2 = "position_mix" in names or ("tau" in names
-                                        and rm.model["tau"] not in rm.model.free_RVs)
-    return rfit.fit_map_type2 if type2 else rfit.fit_map
 
 
 def _thin(post, max_draws, seed):
@@ -339,14 +338,15 @@ def _run_rankings(args):
             else:
                 train, heldout = data, None
             _check_components(args, train)
+            family = _family(args, data)
             _status(f"{data.n_rankings} ballots ({data.n_distinct} distinct) over "
-                    f"{data.n_items} items; fitting {args.model} (K={args.components}) by "
-                    f"{args.fit.upper()} on {train.n_rankings} ballots")
+                    f"{data.n_items} items; fitting {_variant(args, family)[0]} "
+                    f"(K={args.components}) by {args.fit.upper()} on {train.n_rankings} ballots")
             t_fit = time.perf_counter()
-            post, diag, sampler = _fit(args, train)
+            post, diag, sampler = _fit(args, train, family)
             t_fit = time.perf_counter() - t_fit
-            result, figures = _report(args, data, train, heldout, post, diag)
-            result["comparison"] = compare_models(args, data, train, heldout, post)
+            result, figures = _report(args, data, train, heldout, post, diag, family)
+            result["comparison"] = compare_models(args, data, train, heldout, post, family)
     except KeyboardInterrupt:
         print("pm-perm preferences: interrupted (Ctrl-C) before the fit finished; nothing was "
               "written", file=sys.stderr)
@@ -385,10 +385,10 @@ def _write_outputs(args, result, figures):
     return finish_outputs("preferences", failed)
 
 
-def _report(args, data, train, heldout, post, diag):
+def _report(args, data, train, heldout, post, diag, family):
     from pm_perm.preferences import analysis
 
-    family, K = args.model, args.components
+    K = args.components
     small = _thin(post, args.max_loglik_draws, args.seed)
     ll = {name: _loglik_per_ranking(small, family, d, fit=args.fit,
                                     max_draws=args.max_loglik_draws, seed=args.seed)
@@ -396,16 +396,19 @@ def _report(args, data, train, heldout, post, diag):
     names = list(data.item_names)
     consensus = analysis.consensus_posterior(small, family, top=10)
     marg = analysis.position_marginals(small, family, rng=args.seed)
-    mean = small["params"].mean(axis=0)  # (K, M, M) or (K, M)
+    mean = small["params"].mean(axis=0)  # (K, M, M), (K, M) or PL-anchored (1, M, M + 1)
+    variant, notes = _variant(args, family)
     result = {
-        "model": family, "components": K, "fit": args.fit, "n_items": data.n_items,
+        "model": args.model, "variant": variant, "family": family, "notes": notes,
+        "components": K, "fit": args.fit, "n_items": data.n_items,
         "n_rankings": data.n_rankings, "n_distinct": data.n_distinct, "items": names,
         "train": {"loglik_per_ranking": ll["train"], "n_rankings": train.n_rankings,
                   "n_distinct": train.n_distinct},
         "heldout": {"loglik_per_ranking": ll.get("heldout"),
                     "n_rankings": 0 if heldout is None else heldout.n_rankings,
                     "n_distinct": 0 if heldout is None else heldout.n_distinct},
-        "logits": mean[0].tolist() if family != "plackett-luce" and K == 1 else None,
+        "logits": (mean[0].tolist() if family not in ("plackett-luce", ANCHORED) and K == 1
+                   else None),
         "consensus": [names[i] for i in consensus[0][0]],
         "consensus_posterior": [{"order": [names[i] for i in o], "probability": p}
                                 for o, p in consensus],
@@ -416,6 +419,9 @@ def _report(args, data, train, heldout, post, diag):
         result["top_k"] = args.top_k
     if family == "plackett-luce":
         result["utilities"] = mean.tolist()
+    if family == ANCHORED:  # p(pi) ∝ PL(pi; u) exp(sum_i D[i, pi(i)])
+        result["utilities"] = mean[..., -1].tolist()
+        result["deviations"] = mean[0, :, :-1].tolist()
     if K > 1:
         weights = small["weights"].mean(axis=0)
         one = {"weights": np.ones((1, 1)), "length_probs": small["length_probs"][:1]}
@@ -475,29 +481,23 @@ def _map_scores(args, model, components, splits, data):
     import argparse
 
     from pm_perm.preferences import fitting as rfit
-    from pm_perm.preferences import models as rmod
 
     sub = argparse.Namespace(**{**vars(args), "model": model, "components": components,
                                 "fit": "map", "starts": None,
                                 "learn_positions": args.learn_positions and model == "rank-one"})
+    family = _family(sub, data)
     if not isinstance(splits[0][0], np.ndarray):
-        post, _, _ = _fit(sub, splits[0][0])
-        return _per_ballot(post, model, splits[0][1], fit="map", max_draws=None,
+        post, _, _ = _fit(sub, splits[0][0], family)
+        return _per_ballot(post, family, splits[0][1], fit="map", max_draws=None,
                            seed=args.seed)
-    kwargs = {"components": components, "prior_sigma": args.prior_sigma,
-              **_type2_kwargs(model, sub.learn_positions)}
-    if model == "rank-one":
-        kwargs["learn_positions"] = sub.learn_positions
-    if model == "top-k":
-        kwargs["K"] = args.top_k
-    rm = getattr(rmod, MODELS[model])(data, **kwargs)
+    rm = _build(sub, data, family)
     fit_map = _map_fitter(rm)
     parts = []
     for train, test in splits:
         point = fit_map(rfit.set_counts(rm, train), seed=args.seed,
                         n_starts=1 if components == 1 else 3)
-        post = rfit.posterior_params(point, model)
-        parts.append(_per_ballot(post, model, test, fit="map", max_draws=None, seed=args.seed))
+        post = rfit.posterior_params(point, family)
+        parts.append(_per_ballot(post, family, test, fit="map", max_draws=None, seed=args.seed))
     return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
 
 
@@ -519,7 +519,7 @@ def _difference(a, b):
     return mean, se
 
 
-def compare_models(args, data, train, heldout, post):
+def compare_models(args, data, train, heldout, post, family=None):
     """Score the chosen model against the others on ballots it was not fitted to.
 
     ``--compare``: Plackett-Luce, rank-one, full and top-k (one population each, MAP; those that
@@ -536,6 +536,8 @@ def compare_models(args, data, train, heldout, post):
     log-likelihoods (paired over the same ballots). When the chosen model's mean is below
     Plackett-Luce's by more than that, a warning says so (recorded in the JSON's
     ``warnings``); with ``--compare`` the summary also says which model wins.
+
+    ``family``: the family of the chosen model's fit (:func:`_family`; default ``args.model``).
 
     Returns
     -------
@@ -571,7 +573,7 @@ def compare_models(args, data, train, heldout, post):
             f"{method}")
     if heldout is not None:
         scores = {chosen: _per_ballot(_thin(post, args.max_loglik_draws, args.seed),
-                                      args.model, heldout, fit=args.fit,
+                                      family or args.model, heldout, fit=args.fit,
                                       max_draws=args.max_loglik_draws, seed=args.seed)}
     else:
         scores = {chosen: _map_scores(args, args.model, args.components, splits, data)}
@@ -633,6 +635,11 @@ def format_summary(result):
     top = f", top {result['top_k']}" if "top_k" in result else ""
     lines = [f"{result['model']} (K={result['components']}{top}, {result['fit']}): "
              f"{result['n_rankings']} ballots over {result['n_items']} items"]
+    if result.get("variant", result["model"]) != result["model"]:
+        tau = result.get("diagnostics", {}).get("tau")
+        tau = result.get("sampler", {}).get("tau") if tau is None else tau
+        lines.append(f"  model: {result['variant']}" + ("" if tau is None else
+                                                         f", tau {float(tau):g}"))
     lines.append(f"  train   log-likelihood per ballot "
                  f"{result['train']['loglik_per_ranking']:.4f}")
     if result["heldout"]["loglik_per_ranking"] is not None:

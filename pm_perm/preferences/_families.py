@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-FAMILIES = ("plackett-luce", "rank-one", "full", "top-k")
+FAMILIES = ("plackett-luce", "rank-one", "full", "top-k", "pl-anchored")
+#: The Plackett-Luce-anchored models (:mod:`pm_perm.preferences.anchored`, full or rank-one
+#: tilt): their ``params`` pack the tilt ``D`` (..., M, M) and the utilities ``u`` (..., M) as
+#: one array (..., M, M + 1), ``D`` in the first M columns (:func:`anchored_params`).
+ANCHORED = "pl-anchored"
 
 
 def check_family(family):
@@ -17,12 +21,26 @@ def check_family(family):
 def n_lengths(family, params):
     """Number of ballot lengths (``length_probs`` entries) of a family's parameters ``params``
     (..., M) or (..., M, M): ``M + 1``; the top-k model's logits (..., M, K + 1): ``K + 1``."""
+    if family == ANCHORED:
+        return params.shape[-2] + 1
     return params.shape[-1] if family == "top-k" else params.shape[-1] + 1
 
 
 def param_name(family):
-    """The order model's parameter: utilities ``"u"`` (Plackett-Luce) or logits ``"W"``."""
-    return "u" if family == "plackett-luce" else "W"
+    """The order model's parameter: utilities ``"u"`` (Plackett-Luce), the tilt ``"D"``
+    (PL-anchored; with ``"u"``) or logits ``"W"``."""
+    return {"plackett-luce": "u", ANCHORED: "D"}.get(family, "W")
+
+
+def anchored_params(u, D):
+    """Pack a PL-anchored model's ``u`` (..., M) and ``D`` (..., M, M) as (..., M, M + 1)."""
+    u, D = np.asarray(u, dtype=np.float64), np.asarray(D, dtype=np.float64)
+    return np.concatenate([D, u[..., None]], axis=-1)
+
+
+def anchored_parts(params):
+    """``(u, D)`` of packed PL-anchored parameters (..., M, M + 1) (:func:`anchored_params`)."""
+    return params[..., -1], params[..., :-1]
 
 
 def check_probability_vectors(label, probs, atol=1e-6):

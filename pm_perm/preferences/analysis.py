@@ -2,13 +2,16 @@
 
 Every function takes the posterior as returned by
 :func:`pm_perm.preferences.fitting.posterior_params` (``params``: W (S, K, M, M) or Plackett-Luce
-u (S, K, M), or the top-k model's logits (S, K, M, k + 1); ``weights`` (S, K), each row a
+u (S, K, M), or the top-k model's logits (S, K, M, k + 1), or a PL-anchored model's ``D`` and
+``u`` packed as (S, 1, M, M + 1); ``weights`` (S, K), each row a
 probability vector; ``length_probs`` (S, M + 1), top-k (S, k + 1); S = 1 for a MAP point)
 and the model ``family``; a ``post`` built by hand whose shapes or weights are not these raises
 ``ValueError``. Rank form as in :class:`~pm_perm.preferences.data.RankingData`.
 
 Exact where cheap: item-position marginals of a W model are the permutation marginals of each
-draw's W (subset DP, O(M 2^M) per matrix), averaged over draws and mixture weights. Quantities
+draw's W (subset DP, O(M 2^M) per matrix), averaged over draws and mixture weights; those of a
+PL-anchored model ``d log Z / d D`` of its subset DP, its consensus the exact mode (the same DP
+with max). Quantities
 with no closed form here (pairwise preferences, Plackett-Luce positions) are Monte Carlo
 averages over exact draws of complete rankings from each posterior draw.
 """
@@ -20,6 +23,8 @@ from collections import Counter
 import numpy as np
 
 from pm_perm.kernels.patterns import coarsen_to_patterns
+from pm_perm.preferences import _anchored_draws
+from pm_perm.preferences._families import ANCHORED
 from pm_perm.preferences.synthetic import draw_ballots
 
 __all__ = [
@@ -50,6 +55,10 @@ def _check_post(post, family):
     if family == "top-k" and (len(shape) != 4 or not 2 <= shape[-1] <= shape[-2] + 1):
         raise ValueError(f"post['params'] must be top-k logits (S, C, M, K + 1), 1 <= K <= M, "
                          f"for family 'top-k'; got shape {shape} (is family right?)")
+    if family == ANCHORED and (len(shape) != 4 or shape[1] != 1 or shape[-1] != shape[-2] + 1):
+        raise ValueError(f"post['params'] must be the PL-anchored model's D and u packed as "
+                         f"(S, 1, M, M + 1) for family {ANCHORED!r}; got shape {shape} (is "
+                         "family right?)")
     if family in ("rank-one", "full") and (len(shape) != 4 or shape[-1] != shape[-2]):
         raise ValueError(f"post['params'] must be logits W (S, K, M, M) for family {family!r}; "
                          f"got shape {shape} (is family right?)")
@@ -80,6 +89,10 @@ def sample_rankings(post, family, n_per_draw, *, rng=None, length_probs=False, p
         lp = post["length_probs"][s] if length_probs and patterns is None else None
         if lp is not None and family == "top-k":  # lengths 0..K of M items: pad to M + 1
             lp = np.pad(lp, (0, post["params"].shape[-2] + 1 - lp.shape[-1]))
+        if family == ANCHORED:
+            y = _anchored_draws.draw(post["params"][s, 0], n_per_draw, lp, rng)
+            out.append(y if patterns is None else coarsen_to_patterns(y, patterns))
+            continue
         y = draw_ballots(n_per_draw, **_model_kwargs(family, post["params"][s],
                                                       post["weights"][s]),
                          length_probs=lp, rng=rng)
@@ -96,6 +109,8 @@ def _draw_component_marginals(post, family, n_per_draw, rng):
         from pm_perm.kernels.top_k import top_k_marginals
 
         return top_k_marginals(params)[1]
+    if family == ANCHORED:
+        return _anchored_draws.marginals(params)
     if family != "plackett-luce":
         from pm_perm.kernels.permanent import permutation_marginals
 
@@ -194,6 +209,8 @@ def _mode(family, params, weights):
     column repeated for positions ``K..M-1``; its first K positions are the most probable
     top-K list (the order of the others is arbitrary: every one is equally probable).
     """
+    if family == ANCHORED:  # one component
+        return _anchored_draws.mode(params[0])
     if family == "plackett-luce":
         cands = np.argsort(np.argsort(-params, axis=1), axis=1)
     else:

@@ -1,5 +1,5 @@
-"""The Plackett-Luce-anchored full model of ranking data (issue 53, variant V3 of
-``benchmarks/bench_small_data.py``).
+"""The Plackett-Luce-anchored models of ranking data (issue 53, variants V3 (full deviations)
+and V4 (rank-one deviations) of ``benchmarks/bench_small_data.py``).
 
 ``p(pi | u, D) = PL(pi; u) exp(sum_i D[i, pi(i)]) / Z(u, D)``: Plackett-Luce tilted by an item x
 position matrix ``D`` (kernel :mod:`pm_perm.kernels.pl_tilted`). ``D = tau B delta_raw B^T``
@@ -12,15 +12,30 @@ full model's deviations), ``u ~ ZeroSumNormal(prior_sigma)`` as in
 support. The model of :func:`~pm_perm.preferences.models.full_model` shrinks toward rank one
 ``u c^T`` instead, which is not Plackett-Luce even at ``tau = 0``.
 
-Scope (experimental): one component, complete and top-k ballots (a tie block only at the end of
-a ballot), MAP fits (:func:`~pm_perm.preferences.fitting.fit_map`, ``fit_map_type2``). The
+``deviations="rank-one"``: ``D = tau (B a)(B b)^T``, the outer product of a zero-sum item
+vector and a zero-sum position vector (``a``, ``b`` standard normal, ``M - 1`` coordinates each):
+``2 (M - 1)`` deviation coordinates instead of ``(M - 1)^2``, so the Laplace evidence's Hessian
+and the fits are much cheaper; ``tau = 0`` is again Plackett-Luce exactly. The posterior of
+``(a, b)`` is bilinear: ``a = b = 0`` is a stationary point at every ``tau`` (a saddle once the
+data pull away from Plackett-Luce), so ``fit_map_type2`` refits each ``tau > 0`` from a jittered
+start as well as from the previous optimum and keeps the better; ``(a, b)`` and ``(-a, -b)``
+give the same ``D`` (two modes: the Laplace evidence of one of them is ``log 2`` below the
+two modes' sum, a bias toward smaller ``tau``).
+
+Scope: one component, complete and top-k ballots (a tie block only at the end of a ballot);
+MAP fits (:func:`~pm_perm.preferences.fitting.fit_map`, ``fit_map_type2``) and NUTS
+(:func:`~pm_perm.preferences.fitting.fit_nuts`, at a fixed ``tau``). ``pm-perm preferences
+--model full`` fits the full variant by default where it applies (:mod:`pm_perm.cli.preferences`);
+the rank-one variant did not meet the small-data criterion (``docs/benchmarks.md``, "Small data,
+V4") and is not a CLI default. The
 ballots are an observed :class:`~pm_perm.distributions.PLAnchoredRanking` ``"ballots"`` with
 ``weights=counts`` and ``length_probs``, as the one-component models of
 :mod:`~pm_perm.preferences.models`: ``pm.compute_log_likelihood`` has one row per BALLOT (so
 ``az.loo`` / ``az.compare`` are per ballot), and ``pm.sample_posterior_predictive`` draws one
-ballot per observed ballot with its pattern (length, tied last block). The functions of
-:mod:`pm_perm.preferences.posterior` do not take this family; use :func:`heldout_loglik` for
-held-out scores.
+ballot per observed ballot with its pattern (length, tied last block). The posterior helpers
+(:func:`~pm_perm.preferences.fitting.posterior_params`, :mod:`pm_perm.preferences.posterior`,
+:mod:`pm_perm.preferences.analysis`) take the family :data:`FAMILY`, whose ``params`` pack
+``D`` and ``u`` as (S, 1, M, M + 1); :func:`heldout_loglik` scores a MAP point directly.
 """
 
 from __future__ import annotations
@@ -37,17 +52,19 @@ from pm_perm.preferences.models import (
     _coords,
     _utilities,
     _zero_sum_matrices,
+    _zero_sum_rows,
     zero_sum_basis,
 )
 
-__all__ = ["FAMILY", "heldout_loglik", "pl_anchored_model"]
+__all__ = ["DEVIATIONS", "FAMILY", "heldout_loglik", "pl_anchored_model"]
 
-#: The ``family`` of the models built here (not one of the families of
-#: :mod:`pm_perm.preferences.models`: the posterior helpers do not take it).
+#: The ``family`` of the models built here (full and rank-one tilt alike).
 FAMILY = "pl-anchored"
+#: The structures of the deviation matrix ``D`` (``deviations=`` of :func:`pl_anchored_model`).
+DEVIATIONS = ("full", "rank-one")
 
 
-def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0):
+def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0, deviations="full"):
     """Plackett-Luce tilted by a zero-sum item x position matrix of scale ``tau``.
 
     Parameters
@@ -60,20 +77,24 @@ def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0):
         The deviation scale ``>= 0``, the ``pm.Data`` container ``"tau"`` (fixed, for
         :func:`~pm_perm.preferences.fitting.fit_map_type2`, which chooses it by the Laplace
         evidence); ``tau = 0`` is the Plackett-Luce model.
+    deviations : {"full", "rank-one"}
+        ``"full"``: ``D = tau B delta_raw B^T`` (``delta_raw`` (M-1) x (M-1) standard normal);
+        ``"rank-one"``: ``D = tau (B a_raw)(B b_raw)^T`` (``a_raw`` over items, ``b_raw`` over
+        positions, M - 1 standard normal coordinates each).
 
     Returns
     -------
     RankingModel
-        ``family`` :data:`FAMILY`; free variables ``u_raw``, ``delta_raw``, ``length_probs``;
-        deterministics ``u`` (1, M) and ``D`` (1, M, M); the observed ``"ballots"`` (one row per
-        ballot, dims ``("ballot", "item")``).
+        ``family`` :data:`FAMILY`; free variables ``u_raw``, ``delta_raw`` (rank-one: ``a_raw``
+        and ``b_raw``), ``length_probs``; deterministics ``u`` (1, M) and ``D`` (1, M, M); the
+        observed ``"ballots"`` (one row per ballot, dims ``("ballot", "item")``).
 
     Raises
     ------
     ValueError
         ``prior_sigma`` not a positive finite number, ``tau`` not a finite number ``>= 0``,
-        fewer than 2 items, no ballots, or a ballot with tied items before its end (named, with
-        the alternatives).
+        ``deviations`` not one of :data:`DEVIATIONS`, fewer than 2 items, no ballots, or a
+        ballot with tied items before its end (named, with the alternatives).
 
     Examples
     --------
@@ -83,20 +104,24 @@ def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0):
     >>> point = fit_map_type2(pl_anchored_model(data), grid=(0.0, 0.5))
     >>> heldout_loglik(point, data.orders).shape == (data.n_distinct,)
     True
+    >>> rm = pl_anchored_model(data, deviations="rank-one")
+    >>> sorted(v.name for v in rm.model.free_RVs)
+    ['a_raw', 'b_raw', 'length_probs', 'u_raw']
     """
     from pm_perm.distributions import PLAnchoredRanking
 
     prior_sigma = _check_scale("prior_sigma", prior_sigma)
     tau = _check_fixed_tau(tau)
+    if not isinstance(deviations, str) or deviations not in DEVIATIONS:
+        raise ValueError(f"deviations must be one of {DEVIATIONS} (the structure of the item x "
+                         f"position tilt D); got {deviations!r}")
     _check_data(data, 1)
     check_no_middle_ties(data.orders, what="ballots (distinct orders)")
     M = data.n_items
     with pm.Model(coords=_coords(data, 1)) as model:
         u = _utilities(data, 1, prior_sigma, None)
         tau_data = pm.Data("tau", np.float64(tau))
-        delta = pm.Normal("delta_raw", 0.0, 1.0,
-                          dims=("component", "item_basis", "position_basis"))
-        D = pm.Deterministic("D", tau_data * _zero_sum_matrices(delta, zero_sum_basis(M)),
+        D = pm.Deterministic("D", tau_data * _deviations(deviations, M),
                              dims=("component", "item", "position"))
         orders = pm.Data("orders", data.orders, dims=("order", "item"))
         counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
@@ -106,6 +131,18 @@ def pl_anchored_model(data, *, prior_sigma=3.0, tau=0.0):
         PLAnchoredRanking("ballots", u[0], D[0], weights=counts, length_probs=length_probs,
                           observed=orders, dims=("ballot", "item"))
     return RankingModel(model, FAMILY, 1, data)
+
+
+def _deviations(deviations, M):
+    """The unscaled zero-sum deviation matrix (1, M, M) and its standard normal coordinates."""
+    B = zero_sum_basis(M)
+    if deviations == "full":
+        delta = pm.Normal("delta_raw", 0.0, 1.0,
+                          dims=("component", "item_basis", "position_basis"))
+        return _zero_sum_matrices(delta, B)
+    a = _zero_sum_rows(pm.Normal("a_raw", 0.0, 1.0, dims=("component", "item_basis")), B)
+    b = _zero_sum_rows(pm.Normal("b_raw", 0.0, 1.0, dims=("component", "position_basis")), B)
+    return a[:, :, None] * b[:, None, :]
 
 
 def heldout_loglik(point, orders):

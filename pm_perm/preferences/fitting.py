@@ -18,6 +18,8 @@ from pymc.util import get_default_varnames
 from pm_perm._progress import stage
 from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, checked_sample
 from pm_perm.preferences._families import (
+    ANCHORED,
+    anchored_params,
     check_family,
     check_probability_vectors,
     n_lengths,
@@ -247,6 +249,8 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
                 point = _best_start(engine, rm, seed, n_starts, maxiter)
             else:
                 point = engine.fit(maxiter=maxiter, what=f"the MAP fit at {name} = {t:g}")
+                if "b_raw" in rm.model.named_vars:  # rank-one tilt: a = b = 0 can be a saddle
+                    point = _better_of_jittered(engine, point, seed + i, maxiter)
             x = engine.x.copy()
             if keep is None:
                 keep = _order_model_coordinates(engine)
@@ -282,6 +286,21 @@ def _hyperparameter(rm):
                      "(full_model(data, tau=0.0), top_k_model(data, tau=0.0)) or a rank-one "
                      "model with a position mix "
                      "(rank_one_model(data, positions=0.0))")
+
+
+def _better_of_jittered(engine, point, seed, maxiter):
+    """``point`` (``engine.x`` at it) or the fit from a jittered start, whichever is higher;
+    ``engine.x`` left at the one returned (the PL-anchored rank-one tilt
+    ``D = tau (B a)(B b)^T``: its previous optimum ``a = b = 0`` stays a stationary point)."""
+    x = engine.x.copy()
+    try:
+        other = engine.fit(seed=seed, maxiter=maxiter, what="the MAP fit from a jittered start")
+    except MapFitError:
+        other = None
+    if other is None or other["_info"]["log_posterior"] <= point["_info"]["log_posterior"]:
+        engine.x = x
+        return point
+    return other
 
 
 def _best_start(engine, rm, seed, n_starts, maxiter):
@@ -430,7 +449,8 @@ def posterior_params(source, family):
     Parameters
     ----------
     source : dict (from :func:`fit_map`) or InferenceData / DataTree with ``posterior``
-        Holds ``"W"`` (or ``"u"`` for Plackett-Luce), ``"length_probs"`` and, for K > 1
+        Holds ``"W"`` (or ``"u"`` for Plackett-Luce, ``"u"`` and ``"D"`` for the PL-anchored
+        models of :mod:`~pm_perm.preferences.anchored`), ``"length_probs"`` and, for K > 1
         components, ``"mixture_weights"`` (K,).
     family : str
         One of ``FAMILIES``.
@@ -438,7 +458,9 @@ def posterior_params(source, family):
     Returns
     -------
     dict
-        ``"params"``: W (S, K, M, M), the top-k model's logits (S, K, M, k + 1) or u (S, K, M);
+        ``"params"``: W (S, K, M, M), the top-k model's logits (S, K, M, k + 1), u (S, K, M),
+        or for ``"pl-anchored"`` ``D`` and ``u`` packed as (S, 1, M, M + 1) (``D`` the first M
+        columns, ``u`` the last);
         ``"weights"`` (S, K); ``"length_probs"`` (S, M + 1), for top-k (S, k + 1). S = 1 for a
         MAP point; draws flattened over chains.
 
@@ -457,7 +479,7 @@ def posterior_params(source, family):
         post, draw_axis = source, 0
     else:
         post, draw_axis = source["posterior"], 2
-    for k in (name, "length_probs"):
+    for k in (name, "length_probs") + (("u",) if family == ANCHORED else ()):
         if k not in post:
             raise ValueError(f"source has no {k!r} (needed for family {family!r}); pass the "
                              "fit_map point or posterior of a model of that family")
@@ -467,6 +489,8 @@ def posterior_params(source, family):
         return a[None] if draw_axis == 0 else a.reshape((-1,) + a.shape[2:])
 
     params, lp = get(name), get("length_probs")
+    if family == ANCHORED:
+        params = anchored_params(get("u"), params)
     K = params.shape[1] if params.ndim > 1 else 0
     if "mixture_weights" in post:
         w = get("mixture_weights")

@@ -21,7 +21,7 @@ import numpy as np
 import pymc as pm
 from scipy.special import logsumexp
 
-from pm_perm.preferences._families import check_family, param_name
+from pm_perm.preferences._families import ANCHORED, anchored_parts, check_family, param_name
 
 __all__ = [
     "loo_with_counts",
@@ -101,6 +101,14 @@ def predictive_ballots(rm, idata, *, draws=100, n_ballots=None, seed=None, batch
         name = param_name(rm.family)
         key = "utilities" if rm.family == "plackett-luce" else "logits"
         out = []
+        if rm.family == ANCHORED:
+            from pm_perm.preferences._anchored_draws import draw
+            from pm_perm.preferences._families import anchored_params
+
+            return np.stack([draw(anchored_params(post["u"].values[c, d, 0],
+                                                  post["D"].values[c, d, 0]), N,
+                                  post["length_probs"].values[c, d], rng).astype(np.int8)
+                             for c, d in zip(chains, steps, strict=True)])
         for c, d in zip(chains, steps, strict=True):
             w = post["mixture_weights"].values[c, d] if rm.components > 1 else None
             lp = post["length_probs"].values[c, d]
@@ -202,6 +210,11 @@ def _component_and_mixture_loglik(family, params, weights, orders):
         from pm_perm.kernels.plackett_luce import plackett_luce_loglik as kernel
     elif family == "top-k":
         from pm_perm.kernels.top_k import top_k_loglik as kernel
+    elif family == ANCHORED:
+        from pm_perm.kernels.pl_tilted import pl_tilted_loglik
+
+        def kernel(params, orders):
+            return pl_tilted_loglik(*anchored_parts(params), orders)
     else:
         from pm_perm.kernels.partial_orders import partial_order_loglik as kernel
     comp = kernel(params, orders)

@@ -6,14 +6,17 @@ import os
 
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
 from pm_perm.cli import main
 from pm_perm.cli import preferences as rankings_cli
+from pm_perm.preferences import anchored
 from pm_perm.preferences import fitting as rfit
 from pm_perm.preferences import models as rmod
 from pm_perm.preferences.preflib import read_preflib, write_preflib
 from pm_perm.preferences.synthetic import rank_one_logits, simulate_rankings
-from pm_perm.reference.rankings import mixture_loglik_enum
+from pm_perm.reference.permutations import all_permutations
+from pm_perm.reference.rankings import consistent_mask, pl_tilted_complete_logp
 
 
 @pytest.fixture
@@ -32,15 +35,22 @@ def test_map_end_to_end(ballots, tmp_path, capsys):
     res = json.loads(out.read_text())
     data = read_preflib(ballots)
     assert res["model"] == "full" and res["n_items"] == 4 and res["n_rankings"] == 1500
+    # one population, top-k ballots: the PL-anchored full model ran (issue 53, finding 8)
+    assert res["family"] == "pl-anchored" and res["variant"].startswith("PL-anchored full")
+    assert res["notes"] == [] and res["logits"] is None
     assert res["train"]["n_rankings"] + res["heldout"]["n_rankings"] == 1500
     assert 250 < res["heldout"]["n_rankings"] < 500  # about a quarter of the BALLOTS
     assert res["consensus"] == ["A", "B", "C", "D"]
-    W = np.array(res["logits"])
-    assert W.shape == (4, 4)
-    # the reported per-ballot log-likelihoods are those of the reported logits (brute force)
+    u, D = np.array(res["utilities"])[0], np.array(res["deviations"])
+    assert u.shape == (4,) and D.shape == (4, 4)
+    assert res["diagnostics"]["tau"] > 0  # rank-one logits are not Plackett-Luce: D departs
+    # the reported per-ballot log-likelihoods are those of the reported u and D (brute force:
+    # the log-sum of the enumerated tilted probabilities of the consistent complete rankings)
+    perms = all_permutations(4)
+    full = pl_tilted_complete_logp(u, D, perms)
     train, heldout = data.split_ballots(0.25, np.random.default_rng(3))
     for name, d in (("train", train), ("heldout", heldout)):
-        ll, _ = mixture_loglik_enum("full", W[None], np.ones(1), d.orders)
+        ll = np.array([logsumexp(full[consistent_mask(y, perms)]) for y in d.orders])
         assert res[name]["loglik_per_ranking"] == pytest.approx(d.counts @ ll / d.n_rankings,
                                                                 rel=1e-8)
     assert res["run"]["seed"] == 3 and res["diagnostics"]["n_converged"] == 1
@@ -281,8 +291,9 @@ def test_nuts_nan_draws_are_a_fit_failure(ballots, tmp_path, capsys, monkeypatch
     def nan_sample(*a, **k):
         import arviz as az
 
-        W = np.full((k["chains"], k["draws"], 4, 4), np.nan)
-        return az.from_dict({"posterior": {"W": W}, "sample_stats": {
+        shape = (k["chains"], k["draws"])  # the default full model: PL-anchored (u, D)
+        nan = {"u": np.full(shape + (1, 4), np.nan), "D": np.full(shape + (1, 4, 4), np.nan)}
+        return az.from_dict({"posterior": nan, "sample_stats": {
             "diverging": np.zeros((k["chains"], k["draws"]), bool)}})
 
     monkeypatch.setattr(pm, "sample", nan_sample)
@@ -294,12 +305,18 @@ def test_nuts_nan_draws_are_a_fit_failure(ballots, tmp_path, capsys, monkeypatch
 
 @pytest.mark.numba  # NUTS runs a graph thousands of times: compiled, as a user's
 @pytest.mark.slow
-def test_nuts_end_to_end(ballots, tmp_path):
+@pytest.mark.parametrize("model, family", [("rank-one", "rank-one"), ("full", "pl-anchored")])
+def test_nuts_end_to_end(ballots, tmp_path, model, family):
+    """NUTS: rank-one runs the older rank-one model (the PL-anchored rank-one tilt did not mix,
+    max r_hat 1.14), full the PL-anchored model at its type-II tau."""
     out = tmp_path / "nuts.json"
-    assert main(["preferences", str(ballots), "--model", "rank-one", "--fit", "nuts",
+    assert main(["preferences", str(ballots), "--model", model, "--fit", "nuts",
                  "--draws", "300", "--tune", "300", "--chains", "2",
                  "--heldout-fraction", "0.2", "--json", str(out)]) == 0
     res = json.loads(out.read_text())
+    assert res["family"] == family
+    if family == "pl-anchored":
+        assert res["sampler"]["tau"] > 0 and res["logits"] is None
     assert res["diagnostics"]["max_r_hat"] < 1.05 and res["diagnostics"]["divergences"] == 0
     assert res["sampler"]["chains"] == 2 and res["consensus"] == ["A", "B", "C", "D"]
     assert res["sampler"]["sampler"] == "nutpie"
@@ -358,6 +375,7 @@ def test_header_only_file_names_the_file_before_any_model(tmp_path, capsys, no_f
         raise AssertionError("a model was built for a file without ballots")
     for name in rankings_cli.MODELS.values():
         monkeypatch.setattr(rmod, name, no_model)
+    monkeypatch.setattr(anchored, "pl_anchored_model", no_model)
     path = _soi(tmp_path / "empty.soi", 4, [])
     assert main(["preferences", str(path), "--json", str(tmp_path / "o.json")]) == 2
     err = capsys.readouterr().err

@@ -160,7 +160,7 @@ def test_every_function_refuses_an_unknown_family(mixture_post, family):
              lambda: posterior_predictive(mixture_post, family, 5, n_reps=2)]
     for call in calls:
         with pytest.raises(ValueError, match=r"family must be one of \('plackett-luce', "
-                                             r"'rank-one', 'full', 'top-k'\)"):
+                                             r"'rank-one', 'full', 'top-k', 'pl-anchored'\)"):
             call()
 
 

@@ -196,7 +196,7 @@ def test_posterior_params_names_the_draw_with_bad_weights():
 @pytest.mark.parametrize("family", ["PL", "bogus", "Plackett-Luce", None])
 def test_posterior_params_refuses_an_unknown_family(family):
     with pytest.raises(ValueError, match=r"family must be one of \('plackett-luce', 'rank-one', "
-                                         r"'full', 'top-k'\)"):
+                                         r"'full', 'top-k', 'pl-anchored'\)"):
         rfit.posterior_params(_point(1, family="plackett-luce"), family)
 
 
