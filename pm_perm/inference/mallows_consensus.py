@@ -82,9 +82,15 @@ def _constant(x, what):
 
 
 def _observed_value(model, obs):
+    """The observed value now: a constant, a ``pm.Data`` container, or an expression of those
+    alone (e.g. ``pm.Data`` cast to int64 by the distribution), evaluated."""
     value = model.rvs_to_values[obs]
     if isinstance(value, TensorSharedVariable):
         return np.asarray(value.get_value())
+    roots = list(graph_inputs([value]))
+    if value.owner is not None and any(isinstance(r, TensorSharedVariable) for r in roots) \
+            and all(isinstance(r, TensorSharedVariable | Constant) for r in roots):
+        return np.asarray(value.eval(mode=Mode(linker="py", optimizer="fast_compile")))
     return _constant(value, f"the observed value of {obs.name}")
 
 

@@ -217,6 +217,25 @@ def test_pm_sample_assigns_it_to_rho_and_alpha():
     assert _assigned(_model()) == {MallowsConsensusGibbs: ["alpha_log__", "rho"]}
 
 
+def test_pm_data_rankings_get_it_and_the_step_reads_the_current_data():
+    """Observed rankings in a ``pm.Data`` container (cast to int64 by Mallows, as in an SBC or
+    any ``pm.set_data`` workflow) get the step too, and a step built after ``pm.set_data``
+    scores the new rankings."""
+    from pm_perm.inference.mallows_consensus import mallows_consensus_spec
+
+    n = R5.shape[1]
+    with pm.Model() as model:
+        rho = pm_perm.PermutationExpFamily("rho", logits=np.zeros((n, n)))
+        alpha = pm.Exponential("alpha", 0.1)
+        pm_perm.Mallows("R", rho=rho, alpha=alpha, distance="footrule",
+                        observed=pm.Data("R_obs", R5.astype(np.float64)))
+    assert _assigned(model) == {MallowsConsensusGibbs: ["alpha_log__", "rho"]}
+    np.testing.assert_array_equal(mallows_consensus_spec(model).rankings, R5)
+    with model:
+        pm.set_data({"R_obs": R5[::-1].astype(np.float64)})
+    np.testing.assert_array_equal(mallows_consensus_spec(model).rankings, R5[::-1])
+
+
 def test_other_forms_fall_back_to_the_generic_steps():
     """rho used by a Potential, a Uniform prior, the cayley distance: NUTS and
     PermutationLeapShift, as before; the explicit constructor names what does not fit."""
