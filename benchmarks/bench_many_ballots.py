@@ -27,8 +27,8 @@ peak resident memory of the process (``resource.getrusage``) after each step. Th
 (:data:`TOP_K_BUILDER`, the hook). ``millions --ballots N`` generates N ballots instead (the
 profile at 10^5 and 10^6); ``--top-k-maxiter N`` caps the top-k model's L-BFGS-B fit at N
 iterations, a fit stopped by the cap reported as not converged with its iterations and time
-(its kernel costs 8.4 CPU s per evaluation at 10^6 ballots: a converged fit of 10^7 takes
-hours).
+(its kernel costs seconds per evaluation already at 10^6 ballots, ``docs/benchmarks.md``: a
+converged fit of 10^7 takes hours).
 
 Every model observes ONE ROW PER BALLOT (``expand_counts``, :mod:`pm_perm.ops.ballots`) but the
 MAP path never materialises those rows: the summed log-likelihood is rewritten to
