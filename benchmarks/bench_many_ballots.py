@@ -5,7 +5,7 @@ data of the sizes users hold.
 Run::
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_many_ballots.py \\
-        [twenty] [type2] [millions] [anchored]
+        [twenty] [type2] [millions [--ballots N] [--top-k-maxiter N]] [anchored]
 
 ``twenty`` (default): 313,430 distinct top-5 ballots over 20 items
 (:func:`~pm_perm.preferences.synthetic.distinct_top_k_ballots`, seed 0: utilities N(0, 1),
@@ -25,7 +25,11 @@ top_k_ballots`, seed 0, lengths 1..10 with probabilities proportional to 0.6^(le
 distinct orders with counts: the generator's time, Plackett-Luce's build and MAP time, and the
 peak resident memory of the process (``resource.getrusage``) after each step. The top-k model
 (issue 50, item 1) is fitted too when ``pm_perm.preferences.models`` has ``top_k_model``
-(:data:`TOP_K_BUILDER`, the hook).
+(:data:`TOP_K_BUILDER`, the hook). ``millions --ballots N`` generates N ballots instead (the
+profile at 10^5 and 10^6); ``--top-k-maxiter N`` caps the top-k model's L-BFGS-B fit at N
+iterations, a fit stopped by the cap reported as not converged with its iterations and time
+(its kernel costs seconds per evaluation already at 10^6 ballots, ``docs/benchmarks.md``: a
+converged fit of 10^7 takes hours).
 
 ``anchored`` (issue 53): the type-II fit of the Plackett-Luce-anchored model (V3 of
 ``benchmarks/bench_small_data.py``: ``fit_map_type2(pl_anchored_model(train, tau=0.0),
@@ -57,7 +61,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from pm_perm.inference import CompiledMAP  # noqa: E402
+from pm_perm.inference import CompiledMAP, MapFitError  # noqa: E402
 from pm_perm.preferences import fitting, models  # noqa: E402
 from pm_perm.preferences.synthetic import distinct_top_k_ballots, top_k_ballots  # noqa: E402
 
@@ -152,10 +156,32 @@ def type2():
           + ", ".join(f"{k:g}: {v:.1f}" for k, v in opt["log_evidence"].items()))
 
 
+def _option(name, default):
+    """The integer after ``name`` on the command line (``--ballots 1000000``), else default."""
+    args = sys.argv[1:]
+    return int(float(args[args.index(name) + 1])) if name in args else default
+
+
+def _fit_row(rm, maxiter):
+    """``fit_map(rm)``'s cell of the table: CPU [wall] seconds and iterations, or, when the
+    iteration cap stopped it, the same marked "not converged"."""
+    t, c = time.perf_counter(), time.process_time()
+    try:
+        point = fitting.fit_map(rm, maxiter=maxiter)
+        done = f"({point['_optimizer']['n_iterations']})"
+    except MapFitError as err:
+        nit = fitting._COMPILED_MAP[rm.model].result.nit
+        why = f"stopped at maxiter = {maxiter}" if nit >= maxiter else str(err)[:200]
+        done = f"(**not converged** after {nit} iterations: {why})"
+    return f"{time.process_time() - c:.0f} [{time.perf_counter() - t:.0f}] {done}"
+
+
 def millions():
-    print(f"## 10^7 ballots over 50 candidates (peak memory after imports {peak_gb():.2f} GB)")
+    n_ballots = _option("--ballots", 10_000_000)
+    print(f"## {n_ballots:,} ballots over 50 candidates (peak memory after imports "
+          f"{peak_gb():.2f} GB)")
     lengths = np.r_[0.0, 0.6 ** np.arange(10)]
-    (data, _), t_gen = timed(top_k_ballots, 10_000_000, 50, 10, lengths=lengths, rng=0)
+    (data, _), t_gen = timed(top_k_ballots, n_ballots, 50, 10, lengths=lengths, rng=0)
     print(f"generated {data.n_rankings} ballots, {data.n_distinct} distinct orders, in "
           f"{CPU['top_k_ballots']:.0f} CPU s ({t_gen:.0f} s wall); peak memory "
           f"{peak_gb():.2f} GB", flush=True)
@@ -171,10 +197,9 @@ def millions():
     for name, build in builders:
         rm, t_model = cpu_timed(build, data)
         t_engine, _, t_eval, _ = eval_cost(rm, repeats=3)
-        point, t_fit = timed(fitting.fit_map, rm)
+        maxiter = _option("--top-k-maxiter", 20_000) if name == "top-k" else 20_000
         print(f"| {name} | {t_model:.1f} | {t_engine:.1f} | {t_eval:.2f} | "
-              f"{CPU['fit_map']:.0f} [{t_fit:.0f}] ({point['_optimizer']['n_iterations']}) | "
-              f"{peak_gb():.2f} |", flush=True)
+              f"{_fit_row(rm, maxiter)} | {peak_gb():.2f} |", flush=True)
 
 
 def anchored(grid=None):
@@ -214,7 +239,7 @@ def anchored(grid=None):
 
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["twenty"]
-    for part in parts:
-        {"twenty": twenty, "type2": type2, "millions": millions, "anchored": anchored,
-         "anchored3": lambda: anchored(grid=fitting.TAU_GRID[:3])}[part]()
+    PARTS = {"twenty": twenty, "type2": type2, "millions": millions, "anchored": anchored,
+             "anchored3": lambda: anchored(grid=fitting.TAU_GRID[:3])}
+    for part in [a for a in sys.argv[1:] if a in PARTS] or ["twenty"]:
+        PARTS[part]()

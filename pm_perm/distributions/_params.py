@@ -41,9 +41,17 @@ def simplex_ok(probs, tol):
 
 def select_last(table, idx):
     """``table[..., idx]`` along the last axis, broadcasting; an index beyond the end selects
-    the last entry (a wrong length is reported by ``check_parameters``, not by a shape error)."""
+    the last entry (a wrong length is reported by ``check_parameters``, not by a shape error).
+
+    One table (leading dimensions of length 1 that ``idx`` broadcasts away) is indexed directly
+    (O(n) for n indices); a batch of tables by a one-hot mask over the last axis (O(n L):
+    (n, L) temporaries, too big for millions of ballots)."""
     n = table.shape[-1]
+    idx = pt.as_tensor_variable(idx)
     idx = pt.minimum(idx, n - 1)
+    lead = table.type.ndim - 1
+    if all(table.type.broadcastable[:-1]) and idx.type.ndim >= lead:
+        return table[(0,) * lead][idx]
     return pt.sum(pt.switch(pt.eq(pt.arange(n), idx[..., None]), table, 0.0), axis=-1)
 
 

@@ -274,7 +274,10 @@ class PlackettLuce(pm.Discrete):
         u = utilities
         if all(utilities.type.broadcastable[:-1]):  # one utilities vector (PyMC may expand dims)
             u = utilities[(0,) * (utilities.type.ndim - 1)]
-            ll = plackett_luce_loglik(u, value_rows(value, M)).reshape(value.shape[:-1])
+            # rows (n, M) as they are: a reshape would give the Op a copy of the orders (a
+            # second int64 cast of a pm.Data of millions of distinct orders per evaluation)
+            rows = value if value.type.ndim == 2 else value_rows(value, M)
+            ll = plackett_luce_loglik(u, rows).reshape(value.shape[:-1])
         else:  # one order per utilities row
             ll = plackett_luce_loglik(utilities, value[..., None, :])[..., 0]
         # M = 0 known only at run time: refused as the draws refuse it (``dist`` refuses a

@@ -267,7 +267,10 @@ class TopKRanking(pm.Discrete):
         batch_axes = tuple(range(logits.type.ndim - 2))
         if all(s == 1 for s in logits.type.shape[:-2]):
             L = pt.squeeze(logits, axis=batch_axes) if batch_axes else logits
-            lp = top_k_loglik(L, value_rows(value, M)).reshape(value.shape[:-1])
+            # rows (n, M) as they are (as PlackettLuce: a reshape made PyTensor cast the
+            # orders to int64 twice per evaluation)
+            rows = value if value.type.ndim == 2 else value_rows(value, M)
+            lp = top_k_loglik(L, rows).reshape(value.shape[:-1])
         else:
             lp = top_k_loglik(logits, value[..., None, :])[..., 0]
         checks = [
