@@ -33,32 +33,33 @@ def max_weight_assignment_core(W):
     """Max-weight perfect matching of ``W`` (M, M) with ``-inf`` meaning a forbidden edge.
 
     Shortest-augmenting-path Hungarian algorithm on costs ``-W`` (Kuhn 1955; Jonker & Volgenant
-    1987 form), O(M^3) time, O(M) extra memory.
+    1987 form), O(M^3) time, O(M) extra memory. A rectangular ``W`` (n, m) with ``n <= m``
+    matches every row to its own column (O(n^2 m)); the columns left unmatched keep ``v = 0``.
 
     Parameters
     ----------
-    W : ndarray of float64, shape (M, M)
+    W : ndarray of float64, shape (M, M), or (n, m) with n <= m
         Finite logits or ``-inf``; no NaN or ``+inf`` (the caller validates).
 
     Returns
     -------
     col_of_row : ndarray of int64, shape (M,)
         ``col_of_row[i]`` is the column matched to row ``i`` (all ``-1`` if infeasible).
-    u, v : ndarray of float64, shape (M,)
+    u, v : ndarray of float64, shape (M,) (rectangular: (n,) and (m,), ``v <= 0``)
         Dual potentials with ``W[i, j] + u[i] + v[j] <= 0`` (up to rounding) and equality on the
         matching, so ``sum(W[i, col_of_row[i]]) = -(sum(u) + sum(v))``.
     feasible : bool
         False when every perfect matching uses a forbidden edge (then ``perm(exp W) = 0``).
     """
-    n = W.shape[0]
+    n, m = W.shape
     inf = np.inf
     # 1-based arrays; column 0 is the virtual start of each augmenting path
     u = np.zeros(n + 1)
-    v = np.zeros(n + 1)
-    row_of_col = np.zeros(n + 1, dtype=np.int64)
-    way = np.zeros(n + 1, dtype=np.int64)
-    minv = np.empty(n + 1)
-    used = np.empty(n + 1, dtype=np.bool_)
+    v = np.zeros(m + 1)
+    row_of_col = np.zeros(m + 1, dtype=np.int64)
+    way = np.zeros(m + 1, dtype=np.int64)
+    minv = np.empty(m + 1)
+    used = np.empty(m + 1, dtype=np.bool_)
     col_of_row = np.full(n, -1, dtype=np.int64)
     for i in range(1, n + 1):
         row_of_col[0] = i
@@ -70,7 +71,7 @@ def max_weight_assignment_core(W):
             i0 = row_of_col[j0]
             delta = inf
             j1 = -1
-            for j in range(1, n + 1):
+            for j in range(1, m + 1):
                 if not used[j]:
                     cur = -W[i0 - 1, j - 1] - u[i0] - v[j]
                     if cur < minv[j]:
@@ -81,7 +82,7 @@ def max_weight_assignment_core(W):
                         j1 = j
             if j1 == -1 or delta == inf:
                 return col_of_row, u[1:], v[1:], False
-            for j in range(n + 1):
+            for j in range(m + 1):
                 if used[j]:
                     u[row_of_col[j]] += delta
                     v[j] -= delta
@@ -96,8 +97,9 @@ def max_weight_assignment_core(W):
             j0 = j1
             if j0 == 0:
                 break
-    for j in range(1, n + 1):
-        col_of_row[row_of_col[j] - 1] = j - 1
+    for j in range(1, m + 1):
+        if row_of_col[j] > 0:
+            col_of_row[row_of_col[j] - 1] = j - 1
     return col_of_row, u[1:], v[1:], True
 
 

@@ -116,26 +116,47 @@ def check_top_k_size(M: int, K: int) -> None:
 
 @njit(cache=True)
 def _scaled_weights(L):
-    """``(A (K, M), b (M,), log_shift, feasible, u, v)``: ``A[j, i] = exp(L[i, j] + u_i +
-    v_j)``, ``b[i] = exp(L[i, K] + u_i + v[K]) <= 1`` with the assignment duals of ``W_full``
-    (``v[K]`` the largest dual of its columns ``K..M-1``, 0 if K = M); a product over a top-K
-    list times ``exp(log_shift)`` is its unscaled weight."""
+    """``(A (K, M), b (M,), log_shift, feasible, u (M,), v)``: ``A[j, i] = exp(L[i, j] + u_i +
+    v_j)``, ``b[i] = exp(L[i, K] + u_i + v[K]) <= 1`` with assignment duals of ``W_full``
+    (``v[K]`` that of its columns ``K..M-1``); a product over a top-K list times
+    ``exp(log_shift)`` is its unscaled weight, every product is at most 1, the best one 1.
+
+    With ``K < M`` and every ``V_i`` finite the duals come from the K x M assignment of the
+    positions to the items on ``W[i, j] - V[i]`` (O(K^2 M)): position duals ``p``, item duals
+    ``q <= 0`` (0 for the items out of the best list) give ``u_i = q_i - V_i``, ``v_j = p_j``,
+    ``v[K] = 0``. Otherwise from the M x M assignment of ``W_full`` (O(M^3)), ``v[K]`` the
+    largest dual of its columns ``K..M-1`` (0 if K = M)."""
     M, K = L.shape[0], L.shape[1] - 1
-    Wf = np.empty((M, M))
+    rect = K < M
     for i in range(M):
-        for j in range(M):
-            Wf[i, j] = L[i, j] if j < K else L[i, K]
-    _, u, v, feasible = max_weight_assignment_core(Wf)
+        rect = rect and L[i, K] != -np.inf
+    if rect:
+        C = np.empty((K, M))
+        for j in range(K):
+            for i in range(M):
+                C[j, i] = L[i, j] - L[i, K]
+        _, p, q, feasible = max_weight_assignment_core(C)
+        u = np.empty(M)
+        for i in range(M):
+            u[i] = q[i] - L[i, K]
+        v = np.zeros(K + 1)
+        v[:K] = p
+    else:
+        Wf = np.empty((M, M))
+        for i in range(M):
+            for j in range(M):
+                Wf[i, j] = L[i, j] if j < K else L[i, K]
+        _, u, v, feasible = max_weight_assignment_core(Wf)
+        if feasible and K < M:
+            vr = v[K]
+            for j in range(K + 1, M):
+                vr = max(vr, v[j])
+            v[K] = vr
     A = np.zeros((K, M))
     b = np.zeros(M)
     if not feasible:
         return A, b, -np.inf, False, u, v
-    vr = 0.0
-    if K < M:
-        vr = v[K]
-        for j in range(K + 1, M):
-            vr = max(vr, v[j])
-        v[K] = vr
+    vr = v[K] if K < M else 0.0
     shift = 0.0
     for i in range(M):
         shift -= u[i]
@@ -358,6 +379,26 @@ def _suffix_log(L, k, items, wk, grad, gk):
     return lz
 
 
+@njit(cache=True, inline="always")
+def _strict_top_k(y, top):
+    """True if the rank-form row ``y`` (M,) is a strict top-K list (positions ``0..K-1`` once
+    each, every other entry ``-1``; ``K = top.shape[0]``), writing its items in position order
+    into ``top``; False for anything else (ties, shorter or invalid rows: the general path)."""
+    K = top.shape[0]
+    top[:] = -1
+    for i in range(y.shape[0]):
+        v = y[i]
+        if v == -1:
+            continue
+        if v < 0 or v >= K or top[v] >= 0:
+            return False
+        top[v] = i
+    for j in range(K):
+        if top[j] < 0:
+            return False
+    return True
+
+
 @njit(cache=True)
 def top_k_core(L, orders, weights, values, grad, want_grad):
     """Per-ballot log-likelihoods of ``orders`` under one logits matrix, and the gradient of
@@ -398,11 +439,32 @@ def top_k_core(L, orders, weights, values, grad, want_grad):
     if want_grad:
         grad[:, :] = 0.0
     seq, starts, count, fill = order_work(M)
+    sum_v = 0.0  # for the fast path: sum_i V_i (finite, else the fast path is off)
+    for i in range(M):
+        sum_v += L[i, K]
+    fast = math.isfinite(sum_v)
+    top = np.empty(K, dtype=np.int64)
     total = 0.0
     wsum = 0.0
+    wfull = 0.0  # the weight of the fast-path ballots: each adds wk to grad[:, K]
     for q in range(n):
         wk = weights[q]
         gk = want_grad and wk != 0.0
+        if fast and _strict_top_k(orders[q], top):
+            # a strict top-K list: sum_{j<K} W[t_j, j] + sum_i V_i - sum_{j<K} V[t_j], O(K)
+            lp = sum_v
+            for j in range(K):
+                lp += L[top[j], j] - L[top[j], K]
+                if gk:
+                    grad[top[j], j] += wk
+                    grad[top[j], K] -= wk
+            if gk:
+                wfull += wk
+            values[q] = lp - log_z
+            if wk != 0.0:
+                total += wk * values[q]
+                wsum += wk
+            continue
         nb = order_blocks_work(orders[q], seq, starts, count, fill)
         k = M - count[0] if nb >= 0 else 0
         if nb < 0 or k > K:
@@ -439,7 +501,7 @@ def top_k_core(L, orders, weights, values, grad, want_grad):
             wsum += wk
     if want_grad:
         for i in range(M):
-            grad[i, K] -= wsum * Pout[i]
+            grad[i, K] += wfull - wsum * Pout[i]
             for j in range(K):
                 grad[i, j] -= wsum * P[i, j]
     return total

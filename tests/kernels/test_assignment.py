@@ -24,6 +24,27 @@ def test_assignment_is_enumerated_argmax_with_valid_duals(M):
         assert abs(W[np.arange(M), ym].sum() - scores.max()) < 1e-12
 
 
+@pytest.mark.parametrize("n, m", [(1, 1), (1, 4), (2, 3), (2, 6), (3, 5), (4, 7)])
+def test_rectangular_assignment_is_enumerated_argmax_with_valid_duals(n, m):
+    """n <= m rows each matched to its own column (the top-k model's scaling, positions to
+    items): the enumerated optimum, feasible duals tight on the matching, and v = 0 on the
+    columns left unmatched (the top-k kernel needs this for its "out" weights)."""
+    import itertools
+
+    rng = np.random.default_rng(10 * n + m)
+    maps = np.array(list(itertools.permutations(range(m), n)))  # injective rows -> columns
+    for _ in range(5):
+        W = rng.normal(size=(n, m))
+        W[rng.random((n, m)) < 0.2] = -np.inf
+        W[np.arange(n), rng.permutation(m)[:n]] = rng.normal(size=n)
+        y, u, v, ok = max_weight_assignment_core(W)
+        assert ok and u.shape == (n,) and v.shape == (m,) and len(set(y.tolist())) == n
+        assert abs(W[np.arange(n), y].sum() - W[np.arange(n), maps].sum(-1).max()) < 1e-12
+        assert np.all(W + u[:, None] + v[None, :] <= 1e-12)
+        assert abs(W[np.arange(n), y].sum() + u.sum() + v[y].sum()) < 1e-12
+        assert np.all(v[np.setdiff1d(np.arange(m), y)] == 0.0) and np.all(v <= 0.0)
+
+
 def test_infeasible():
     W = np.zeros((3, 3))
     W[:2, :2] = -np.inf
