@@ -35,7 +35,7 @@ FIGURES=(
   "sbc_rankings|about 7 min|benchmarks/sbc.py --models rankings_full --reps 200 --out $OUT/sbc_rankings|$OUT/sbc_rankings/sbc_rankings_full.png:guide/sbc_rankings_full.png"
   "sbc|hours|benchmarks/sbc.py --models matching ranking nchoosek ordinal --reps 200 --out $OUT/sbc|$OUT/sbc/sbc_matching.png:guide/sbc_matching.png $OUT/sbc/sbc_ranking.png:guide/sbc_ranking.png $OUT/sbc/sbc_nchoosek.png:guide/sbc_nchoosek.png $OUT/sbc/sbc_ordinal.png:guide/sbc_ordinal.png"
   "mallows_potato|about 20 s (5 min on a loaded machine) [data]|examples/mallows_potato.py --figure $OUT/mallows_potato_heat.png|$OUT/mallows_potato_heat.png:guide/mallows_potato_heat.png"
-  "sbc_mallows|not timed as one run (4 x 50 side by side: 33 min wall at load 15-26)|benchmarks/sbc.py --models mallows_latent --reps 200 --out $OUT/sbc_mallows|$OUT/sbc_mallows/sbc_mallows_latent.png:guide/sbc_mallows_latent.png"
+  "sbc_mallows|36 s (MallowsConsensusGibbs, 2026-11-29)|benchmarks/sbc.py --models mallows_latent --reps 200 --out $OUT/sbc_mallows|$OUT/sbc_mallows/sbc_mallows_latent.png:guide/sbc_mallows_latent.png"
 )
 
 list() {
