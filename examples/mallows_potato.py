@@ -3,8 +3,8 @@
 12 assessors ranked 20 potatoes by their look (``potato_visual``, BayesMallows' example data).
 BayesMallows' default model: ``R_j ~ Mallows(rho, alpha, "footrule")``, ``rho`` uniform over the
 20! rankings, ``alpha ~ Exponential(rate 0.001)``; ``pm.sample`` assigns the compiled
-``MallowsConsensusGibbs`` step to alpha and rho (4 chains, one process). Prints alpha's posterior and
-diagnostics, the CP and MAP consensus, the 95 % rank intervals, and the distance of the CP
+``MallowsConsensusGibbs`` step to alpha and rho (4 chains, one process). Prints alpha's posterior
+and diagnostics, the CP and MAP consensus, the 95 % rank intervals, and the distance of the CP
 consensus to the true weight order (``potato_true_ranking``); writes the heat plot
 ``docs/guide/mallows_potato_heat.png`` (``plot_consensus_heat``). Needs
 ../shared/data/bayesmallows/; exits with a message when it is absent.
