@@ -93,7 +93,7 @@ def _sample(distance, seed):
     return idata.posterior["rho"].values[0], idata.posterior["alpha"].values[0]
 
 
-@pytest.mark.slow
+@pytest.mark.numba  # NUTS and a permutation step: compiled code wins (tests/conftest.py)
 @pytest.mark.parametrize("distance, exact", [("cayley", _enumerated), ("ulam", _enumerated),
                                              ("footrule", _with_mallows_partial)])
 def test_pm_sample_posterior_matches_the_exact_one(distance, exact):
@@ -156,3 +156,9 @@ def test_bad_input(kwargs, match):
     args = {"distance": "cayley", "ballots": BALLOTS} | kwargs
     with pm.Model(), pytest.raises(ValueError, match=match):
         augmented_mallows("R", np.arange(4), 1.0, **args)
+
+
+@pytest.mark.parametrize("distance", ["cayley", "ulam"])
+def test_mallows_partial_refusal_names_the_recipe(distance):
+    with pytest.raises(ValueError, match=f"augmented_mallows\\(name, rho, alpha, '{distance}'"):
+        pm_perm.MallowsPartial.dist(rho=np.arange(4), alpha=1.0, distance=distance)
