@@ -18,7 +18,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pm_perm.distributions.mallows import Mallows, _static_n
+from pm_perm.distributions.mallows import Mallows
 from pm_perm.kernels.mallows import check_distance
 from pm_perm.kernels.rank_form import validate_orders
 
@@ -138,8 +138,12 @@ def augmented_mallows(name, rho, alpha, distance, ballots):
     """
     check_distance(distance)
     rho = pt.as_tensor_variable(rho)
-    n = _static_n(rho)
+    n = rho.type.shape[-1] if rho.type.ndim else None
     lo, hi = ballot_rank_bounds(ballots)
+    if n is None:
+        raise ValueError("augmented_mallows: the number of items n (the last dimension of rho) "
+                         "must be known when the model is built: pass rho as a NumPy array or a "
+                         "random variable of fixed shape")
     if lo.shape[1] != n:
         raise ValueError(f"augmented_mallows: ballots have {lo.shape[1]} items per row but rho "
                          f"has n = {n}; give one rank-form column per item of rho")

@@ -151,11 +151,12 @@ def test_latent_rankings_start_consistent_and_stay_so():
     ({"distance": "manhattan"}, "distance"),
     ({"ballots": [[0, 2, -1, -1]]}, r"ballots\[0\]"),
     ({"ballots": [[0, 1, -1]]}, "3 items per row but rho has n = 4"),
+    ({"rho": pt.lvector("rho")}, "n .* must be known when the model is built"),
 ])
 def test_bad_input(kwargs, match):
-    args = {"distance": "cayley", "ballots": BALLOTS} | kwargs
+    args = {"rho": np.arange(4), "distance": "cayley", "ballots": BALLOTS} | kwargs
     with pm.Model(), pytest.raises(ValueError, match=match):
-        augmented_mallows("R", np.arange(4), 1.0, **args)
+        augmented_mallows("R", alpha=1.0, **args)
 
 
 @pytest.mark.parametrize("distance", ["cayley", "ulam"])
