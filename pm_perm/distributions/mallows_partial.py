@@ -17,7 +17,8 @@ probability is the sum of the Mallows probabilities of its consistent complete r
   ``[s]_q! = prod_{m=1..s} (1 - q^m) / (1 - q)``, ``q = exp(-alpha / n)``, whatever the items
   (Fligner and Verducci 1986 for top-k; the same argument for every block). So
   ``log p = -(alpha / n) D_between + sum_blocks log [s_b]_q! - log Z_n(alpha)``.
-* cayley, ulam: no exact partial likelihood here (``ValueError`` naming the alternatives).
+* cayley, ulam: no exact partial likelihood here (``ValueError`` naming the alternatives, among
+  them data augmentation: :func:`pm_perm.preferences.mallows_augmented.augmented_mallows`).
 """
 
 from __future__ import annotations
@@ -80,8 +81,11 @@ def check_partial_mallows(distance, n):
             f"MallowsPartial(distance={distance!r}): pm_perm has no exact likelihood of top-k or "
             f"tied rankings under the {distance} distance (no closed form and no separable "
             "structure for the partial-order DP). Use distance='kendall' (closed form) or "
-            "'footrule' / 'spearman' / 'hamming' (exact DP) for partial data, or observe only "
-            f"complete rankings with pm_perm.Mallows(distance={distance!r})")
+            "'footrule' / 'spearman' / 'hamming' (exact DP) for partial data, observe only "
+            f"complete rankings with pm_perm.Mallows(distance={distance!r}), or keep "
+            f"{distance} by data augmentation: pm_perm.preferences.mallows_augmented."
+            f"augmented_mallows(name, rho, alpha, {distance!r}, ballots) (one latent complete "
+            "ranking per ballot, exact posterior, slower mixing)")
     check_table_size(distance, n)
     if distance in SEPARABLE_DISTANCES:
         limit = partial_order_max_m()
