@@ -94,8 +94,11 @@ def _sample(distance, seed):
 
 
 @pytest.mark.numba  # NUTS and a permutation step: compiled code wins (tests/conftest.py)
-@pytest.mark.parametrize("distance, exact", [("cayley", _enumerated), ("ulam", _enumerated),
-                                             ("footrule", _with_mallows_partial)])
+@pytest.mark.parametrize("distance, exact", [
+    ("cayley", _enumerated),
+    # the same recipe, other distances: slow (5-17 s each), run with --runslow
+    pytest.param("ulam", _enumerated, marks=pytest.mark.slow),
+    pytest.param("footrule", _with_mallows_partial, marks=pytest.mark.slow)])
 def test_pm_sample_posterior_matches_the_exact_one(distance, exact):
     """pm.sample of the augmented model (NUTS for alpha, leap-and-shift for rho and the latent
     rankings) against the exact posterior (cayley, ulam: enumeration of every completion;
