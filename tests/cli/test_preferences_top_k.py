@@ -80,6 +80,8 @@ def test_compare_fits_the_models_that_apply(top5):
     assert all(rankings_cli._applies(m, small, 3) for m in rankings_cli.MODELS)
 
 
+@pytest.mark.slow  # 38 s (the type-II grid of a two-component fit); the mixture itself is
+# checked fast in tests/preferences/test_top_k_model.py
 def test_top_k_mixture_reports_blocs_whose_likelihood_is_the_reported_one(tmp_path):
     """--model top-k --components 2 on two opposite blocs (6 items, top-3 ballots): the JSON's
     blocs (weights, logits) give the reported training log-likelihood exactly (the mixture of
