@@ -99,15 +99,15 @@ def run_bayesmallows(path, names, nmc, burnin, seed):
         wall = float(proc.stdout.split("WALL")[-1])
         with open(outs[0], newline="") as f:
             alpha = np.array([float(r["value"]) for r in csv.DictReader(f)
-                              if int(r["iteration"]) > burnin])
+                              if int(float(r["iteration"])) > burnin])
         index = {name: i for i, name in enumerate(names)}
         with open(outs[1], newline="") as f:
             rows = list(csv.DictReader(f))
-        iters = sorted({int(r["iteration"]) for r in rows})
+        iters = sorted({int(float(r["iteration"])) for r in rows})
         where = {it: k for k, it in enumerate(iters)}
         rho = np.empty((len(iters), len(names)), dtype=np.int64)
         for r in rows:
-            rho[where[int(r["iteration"])], index[r["item"]]] = int(r["value"]) - 1
+            rho[where[int(float(r["iteration"]))], index[r["item"]]] = int(r["value"]) - 1
         with open(outs[2], newline="") as f:
             cp = np.empty(len(names), dtype=np.int64)
             for r in csv.DictReader(f):
