@@ -25,7 +25,8 @@ from pm_perm.ops import extern
 _VERSION = code_version(__file__)  # numba cache version (see pm_perm.kernels._version)
 
 __all__ = ["ballot_length_numba", "check_pattern_np", "coarsen_draws", "coarsen_numba",
-           "cut_draws", "observed_pattern", "pattern_input", "pattern_support_point"]
+           "cut_draws", "finish_draws", "observed_pattern", "pattern_input",
+           "pattern_support_point"]
 
 _LENGTH_MSG = PATTERN_ERRORS[1]
 
@@ -134,6 +135,18 @@ def cut_draws(y, length_probs, n, rng):
     u = np.asarray(rng.random(y.shape[:-1]))[..., None] * cdf[..., -1:]
     k = np.minimum((cdf <= u).sum(-1), n)
     return np.where(y < k[..., None], y, -1)
+
+
+def finish_draws(y, pattern, length_probs, n, rng, dist_name):
+    """``rng_fn``'s last step for the ballot distributions: complete draws ``y`` (*size, M)
+    coarsened to ``pattern`` when one is given (:func:`coarsen_draws`), else cut after
+    ``k ~ length_probs`` ranked items (:func:`cut_draws`, ``k <= n``) when those are given, else
+    ``y`` unchanged."""
+    if np.shape(pattern)[-1]:
+        return coarsen_draws(y, pattern, dist_name)
+    if np.shape(length_probs)[-1]:
+        return cut_draws(y, length_probs, n, rng)
+    return y
 
 
 def ballot_length_numba(dist_name, bound, tol=1e-6):

@@ -25,9 +25,8 @@ from pm_perm.distributions._params import (
 )
 from pm_perm.distributions._patterns import (
     ballot_length_numba,
-    coarsen_draws,
     coarsen_numba,
-    cut_draws,
+    finish_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -84,11 +83,7 @@ class PartialRankingRV(IntegerRV):
                                     pattern.shape[:-1])
         size = batch if size is None else tuple(size)
         y = sample_permutations(logits, size=size, rng=rng)
-        if pattern.shape[-1]:
-            return coarsen_draws(y, pattern, cls.dist_name)
-        if length_probs.shape[-1]:
-            y = cut_draws(y, length_probs, M, rng)
-        return y
+        return finish_draws(y, pattern, length_probs, M, rng, cls.dist_name)
 
 
 partial_ranking = PartialRankingRV()

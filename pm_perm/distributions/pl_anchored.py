@@ -24,9 +24,8 @@ from pm_perm.distributions._params import (
 )
 from pm_perm.distributions._patterns import (
     ballot_length_numba,
-    coarsen_draws,
     coarsen_numba,
-    cut_draws,
+    finish_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -102,11 +101,7 @@ class PLAnchoredRankingRV(IntegerRV):
             size = np.broadcast_shapes(u.shape[:-1], D.shape[:-2], w.shape, lp.shape[:-1],
                                        pattern.shape[:-1])
         y = sample_pl_tilted(u, D, size=tuple(size), rng=rng)
-        if pattern.shape[-1]:
-            return coarsen_draws(y, pattern, cls.dist_name)
-        if lp.shape[-1]:
-            y = cut_draws(y, lp, M, rng)
-        return y
+        return finish_draws(y, pattern, lp, M, rng, cls.dist_name)
 
 
 pl_anchored_ranking = PLAnchoredRankingRV()

@@ -23,9 +23,8 @@ from pm_perm.distributions._params import (
 )
 from pm_perm.distributions._patterns import (
     ballot_length_numba,
-    coarsen_draws,
     coarsen_numba,
-    cut_draws,
+    finish_draws,
     observed_pattern,
     pattern_input,
     pattern_support_point,
@@ -89,10 +88,8 @@ class TopKRankingRV(IntegerRV):
         if pattern.shape[-1]:
             if np.any((pattern >= 0).sum(-1) > K):
                 raise ValueError(_PATTERN_MSG)
-            return coarsen_draws(_complete(y, K), pattern, cls.dist_name)
-        if length_probs.shape[-1]:
-            y = cut_draws(y, length_probs, K, rng)
-        return y
+            y = _complete(y, K)  # a coarsening needs complete rankings
+        return finish_draws(y, pattern, length_probs, K, rng, cls.dist_name)
 
 
 top_k_ranking = TopKRankingRV()

@@ -70,11 +70,15 @@ class MallowsConsensusSpec:
     prior: np.ndarray  # (a, b, c): log p(alpha) = a log(alpha) - b alpha - c alpha^2 + const
 
 
-def _constant(x, what):
-    """The value of ``x`` if its graph has constant inputs only, else ``ValueError``."""
+def _constant(x, what, data=False):
+    """The value of ``x`` if its graph has constant inputs only (with ``data``, also ``pm.Data``
+    containers, read now: e.g. observed rankings cast by the distribution), else ``ValueError``."""
     if isinstance(x, Constant):
         return np.asarray(x.data)
-    if not all(isinstance(v, Constant) for v in graph_inputs([x])):
+    if data and isinstance(x, TensorSharedVariable):
+        return np.asarray(x.get_value())
+    roots = (Constant, TensorSharedVariable) if data else Constant
+    if not all(isinstance(v, roots) for v in graph_inputs([x])):
         raise ValueError(f"{what} is not a constant")
     # a small constant graph (e.g. Exponential's scale 1 / lam): Python thunks, no rewrites, no
     # compilation (x.eval() compiles with the default mode: about 0.15 s each)
@@ -84,14 +88,7 @@ def _constant(x, what):
 def _observed_value(model, obs):
     """The observed value now: a constant, a ``pm.Data`` container, or an expression of those
     alone (e.g. ``pm.Data`` cast to int64 by the distribution), evaluated."""
-    value = model.rvs_to_values[obs]
-    if isinstance(value, TensorSharedVariable):
-        return np.asarray(value.get_value())
-    roots = list(graph_inputs([value]))
-    if value.owner is not None and any(isinstance(r, TensorSharedVariable) for r in roots) \
-            and all(isinstance(r, TensorSharedVariable | Constant) for r in roots):
-        return np.asarray(value.eval(mode=Mode(linker="py", optimizer="fast_compile")))
-    return _constant(value, f"the observed value of {obs.name}")
+    return _constant(model.rvs_to_values[obs], f"the observed value of {obs.name}", data=True)
 
 
 def _unexpanded(x):
