@@ -64,8 +64,14 @@ def nav_pages() -> list[str]:
 
 
 # page -> why it is slow (measured on the shared 2-core machine, one thread, warm caches)
-SLOW_PAGES: dict[str, str] = {}  # page -> what makes it slow (none now: the pages run in
-# parallel, one xdist unit each, so the longest, guide/count_labels.md, runs by default)
+# (the pages run in parallel, one xdist unit each; these three were the costliest units of a run
+# on empty compile caches, 2026-11-29: 720, 409 and 209 s of wall time at load 10, 88 CPU s for
+# checking.md; their subjects are tested in tests/cli/ and tests/distributions/test_mixture.py)
+SLOW_PAGES: dict[str, str] = {
+    "guide/preferences.md": "the CLI's MAP, NUTS and mixture fits in a dozen processes",
+    "guide/checking.md": "NUTS on four ranking models, LOO and posterior predictive draws",
+    "howto/beyond_exact_limit.md": "Bethe and sampled approximations at M = 30-60 on numba",
+}
 RUN_LANGS = {"python", "bash"}
 FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")
 SKIP = re.compile(r"^<!--\s*docs-test:\s*skip\s*\((.+)\)\s*-->\s*$")

@@ -117,7 +117,10 @@ def test_differences_are_per_ballot_without_expanding_the_counts():
 
 
 @pytest.mark.parametrize("extra, tie, why", [
-    (["--components", "2"], False, "--components > 1 was given"),
+    # a two-component type-II fit: 78 s of wall time on empty compile caches at load 10 (the
+    # mixture fits are tested in tests/preferences/test_mixture_models.py): --runslow
+    pytest.param(["--components", "2"], False, "--components > 1 was given",
+                 marks=pytest.mark.slow),
     ([], True, "some ballots have tied items before their end"),
 ])
 def test_the_older_full_model_runs_where_the_anchored_one_does_not_apply(tmp_path, extra, tie,
