@@ -496,9 +496,7 @@ def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item
     prior_sigma = _check_scale("prior_sigma", prior_sigma)
     shrinkage_scale = _check_scale("shrinkage_scale", shrinkage_scale)
     _check_data(data, components)
-    if parametrization not in ("noncentered", "centered"):
-        raise ValueError("parametrization must be 'noncentered' or 'centered' (top-k model); got "
-                         f"{parametrization!r}")
+    parametrization = _full_parametrization(parametrization, data)
     if tau is not None:
         tau = _check_fixed_tau(tau)
         if parametrization != "noncentered":

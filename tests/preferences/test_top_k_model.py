@@ -163,7 +163,8 @@ def test_centred_top_k_model_refuses_a_fixed_tau_and_map():
     data = _data(M=5, K=2, n=40, seed=5)
     with pytest.raises(ValueError, match="a fixed tau needs parametrization='noncentered'"):
         rmod.top_k_model(data, tau=0.5, parametrization="centered")
-    with pytest.raises(ValueError, match="parametrization must be"):
-        rmod.top_k_model(data, parametrization="centred")
+    for bad in ("centred", "auto"):  # no size rule for "auto" measured on the top-k model
+        with pytest.raises(ValueError, match="parametrization must be 'noncentered' or"):
+            rmod.top_k_model(data, parametrization=bad)
     with pytest.raises(ValueError, match="no MAP"):
         fit_map(rmod.top_k_model(data, parametrization="centered"))
