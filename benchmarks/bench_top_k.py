@@ -21,13 +21,13 @@ its standard error.
 
 ``--nuts``: NUTS on ``models.top_k_model`` (K = 10, ``tau ~ HalfNormal(1)``; centred, and
 nutpie's diagonal mass-matrix adaptation: ``--parametrization``, ``--adaptation``; 1-chain
-trials: non-centred with low-rank adaptation 131 leapfrog steps per draw, centred 31 with either
-adaptation, the diagonal one cheaper) by ``fitting.fit_nuts``, ``--chains`` x (``--draws``
-tuning + ``--draws`` kept), on 2 cores: wall and CPU time (build + compile + sampling; CPU / 2
-estimates the wall time on 2 idle cores), max r_hat and min bulk / tail ESS over ``W`` and
-``tau``, divergences, leapfrog steps per draw, the load average at the start and the end, and
-the held-out log-likelihood per ballot at the posterior mean of ``W``; ``--save`` writes the
-posterior (netcdf).
+trials: non-centred with low-rank adaptation 131 leapfrog steps per draw, centred 31 with
+either adaptation, the diagonal one the fewest CPU seconds) by ``fitting.fit_nuts``,
+``--chains`` x (``--draws`` tuning + ``--draws`` kept), on 2 cores: wall and CPU time (build +
+compile + sampling; CPU / 2 estimates the wall time on 2 idle cores), max r_hat and min bulk /
+tail ESS over ``W`` and ``tau``, divergences, leapfrog steps per draw, the load average at the
+start and the end, and the held-out log-likelihood per ballot at the posterior mean of ``W``;
+``--save`` writes the posterior (netcdf).
 """
 
 from __future__ import annotations
