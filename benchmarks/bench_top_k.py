@@ -19,12 +19,15 @@ MAP time of ``models.top_k_model`` (K = 10, the deviation scale ``tau`` fixed) a
 the held-out log-likelihood per ballot of both MAP fits, and their mean paired difference with
 its standard error.
 
-``--nuts``: NUTS on ``models.top_k_model`` (K = 10, ``tau ~ HalfNormal(1)``, non-centred) by
-``fitting.fit_nuts`` (nutpie with low-rank mass-matrix adaptation when installed), ``--chains``
-x (``--draws`` tuning + ``--draws`` kept), on 2 cores: wall time (build + compile + sampling),
-max r_hat and min bulk / tail ESS over ``W`` and ``tau``, divergences, leapfrog steps per draw,
-the load average at the start and the end, and the held-out log-likelihood per ballot at the
-posterior mean of ``W``; ``--save`` writes the posterior (netcdf).
+``--nuts``: NUTS on ``models.top_k_model`` (K = 10, ``tau ~ HalfNormal(1)``; centred, and
+nutpie's diagonal mass-matrix adaptation: ``--parametrization``, ``--adaptation``; 1-chain
+trials: non-centred with low-rank adaptation 131 leapfrog steps per draw, centred 31 with
+either adaptation, the diagonal one the fewest CPU seconds) by ``fitting.fit_nuts``,
+``--chains`` x (``--draws`` tuning + ``--draws`` kept), on 2 cores: wall and CPU time (build +
+compile + sampling; CPU / 2 estimates the wall time on 2 idle cores), max r_hat and min bulk /
+tail ESS over ``W`` and ``tau``, divergences, leapfrog steps per draw, the load average at the
+start and the end, and the held-out log-likelihood per ballot at the posterior mean of ``W``;
+``--save`` writes the posterior (netcdf).
 """
 
 from __future__ import annotations
@@ -88,6 +91,10 @@ def main(argv=None):
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--save", help="with --nuts: write the posterior here (netcdf)")
+    parser.add_argument("--parametrization", default="centered",
+                        choices=["centered", "noncentered"], help="with --nuts")
+    parser.add_argument("--adaptation", default="diag", choices=["diag", "low_rank"],
+                        help="with --nuts: nutpie's mass-matrix adaptation")
     args = parser.parse_args(argv)
     if args.save:
         check_output(parser, "--save", args.save)
@@ -139,11 +146,12 @@ def run_nuts(train, heldout, args):
     import arviz as az
 
     load0 = os.getloadavg()
-    t = time.perf_counter()
-    rm = models.top_k_model(train, K=K)
+    t, cpu = time.perf_counter(), time.process_time()
+    rm = models.top_k_model(train, K=K, parametrization=args.parametrization)
     idata = fitting.fit_nuts(rm, draws=args.draws, tune=args.draws, chains=args.chains,
-                             seed=args.seed, cores=2, progressbar=False)
-    wall = time.perf_counter() - t
+                             seed=args.seed, cores=2, progressbar=False,
+                             nuts={"adaptation": args.adaptation})
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
     if args.save:
         from pm_perm._io import atomic_path
 
@@ -153,8 +161,10 @@ def run_nuts(train, heldout, args):
     st = idata["sample_stats"]
     W = idata["posterior"]["W"].values.mean(axis=(0, 1))[0]
     ll = top_k_loglik(W, heldout)
-    print(f"NUTS ({idata.attrs.get('pm_perm_sampler')}), {args.chains} x ({args.draws} + "
-          f"{args.draws}): {wall:.0f} s (build + compile + sampling); max r_hat "
+    print(f"NUTS ({idata.attrs.get('pm_perm_sampler')}, {args.parametrization}, "
+          f"{args.adaptation}), {args.chains} x ({args.draws} + {args.draws}): {wall:.0f} s, CPU "
+          f"{cpu:.0f} s (build + compile + sampling; CPU / 2 = {cpu / 2:.0f} s, an estimate of "
+          f"the wall time on 2 idle cores); max r_hat "
           f"{np.nanmax(summ['r_hat']):.4f}, min ESS bulk {np.nanmin(summ['ess_bulk']):.0f}, "
           f"tail {np.nanmin(summ['ess_tail']):.0f}; divergences "
           f"{int(st['diverging'].values.sum())}; leapfrog steps per draw "

@@ -195,9 +195,11 @@ def _zero_sum_rows(z, B):
     return pt.dot(z, B.T)
 
 
-def _zero_sum_matrices(Z, B):
-    """``B Z[k] B^T`` for each k: (K, n-1, n-1) -> (K, n, n), zero-sum over rows and columns."""
-    T = pt.tensordot(Z, B, axes=([2], [1]))  # T[k, a, j] = sum_b Z[k, a, b] B[j, b]
+def _zero_sum_matrices(Z, B, Bcol=None):
+    """``B Z[k] Bcol^T`` for each k: (K, n-1, m-1) -> (K, n, m), zero-sum over rows and columns
+    (``Bcol`` defaults to ``B``)."""
+    Bcol = B if Bcol is None else Bcol
+    T = pt.tensordot(Z, Bcol, axes=([2], [1]))  # T[k, a, j] = sum_b Z[k, a, b] Bcol[j, b]
     return pt.tensordot(B, T, axes=([1], [1])).dimshuffle(1, 0, 2)  # [i, k, j] -> [k, i, j]
 
 
@@ -529,7 +531,7 @@ def full_model(data, *, components=1, prior_sigma=3.0, shrinkage_scale=1.0, item
 
 
 def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_features=None,
-                positions="harmonic", tau=None, components=1):
+                positions="harmonic", tau=None, components=1, parametrization="noncentered"):
     """Exact top-k item-by-position model, shrunk hierarchically toward the rank-one model.
 
     Ballots rank at most ``K`` of the ``M`` items (:class:`~pm_perm.TopKRanking`): ``W[i, j]``
@@ -547,6 +549,15 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
     HalfNormal(shrinkage_scale)`` or fixed. The ballot lengths: ``length_probs ~
     Dirichlet(1)`` over ``k = 0..K`` (dim ``"top_length"``).
 
+    ``parametrization``: ``"noncentered"`` (the default; free ``delta_raw``, the Helmert
+    coordinates of ``delta``) or ``"centered"`` (free ``W_raw``, those of ``W`` itself, normal
+    with scale ``tau`` around the rank-one mean; ``W`` double-centred, a row and column shift of
+    the non-centred ``W``), the same posterior as :func:`full_model`'s two forms. The centred
+    form is for NUTS on many ballots: at 100 items and 5,000 top-10 ballots it takes 4x fewer
+    leapfrog steps per draw (31 against 131; ``docs/benchmarks.md``, #top-k-nuts). It has no
+    MAP and no fixed ``tau``, so the non-centred form stays the default: MAP and the type-II
+    fits (:func:`fit_map_type2`, the CLI's ``--fit map``) need it.
+
     Parameters
     ----------
     data : RankingData
@@ -555,7 +566,8 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
     prior_sigma, shrinkage_scale, item_features, positions
         As in :func:`full_model`.
     tau : float, optional
-        A fixed deviation scale ``>= 0`` (the ``pm.Data`` ``"tau"``) instead of the prior.
+        A fixed deviation scale ``>= 0`` (the ``pm.Data`` ``"tau"``) instead of the prior
+        (non-centred only).
     components : int
         Number of mixture components ``C``: with ``C > 1`` the ballots are an observed
         :class:`~pm_perm.distributions.RankingMixture` of ``C`` top-k components (own ``u``
@@ -570,8 +582,9 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
     Raises
     ------
     ValueError
-        As :func:`full_model`; also ``K`` not in ``1..M``, ballots longer than ``K``, or K
-        beyond ``TOP_K_MAX_K`` or the memory budget.
+        As :func:`full_model`; also ``K`` not in ``1..M``, ballots longer than ``K``, K
+        beyond ``TOP_K_MAX_K`` or the memory budget, an unknown ``parametrization``, or a fixed
+        ``tau`` with the centred one.
     """
     from pm_perm.distributions import TopKRanking
     from pm_perm.kernels.top_k import check_top_k_size
@@ -589,8 +602,14 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
                          f"use K >= {longest} (the default) or cut the ballots")
     check_top_k_size(M, int(K))
     K = int(K)
+    if parametrization not in ("noncentered", "centered"):
+        raise ValueError("parametrization must be 'noncentered' or 'centered' (top-k model); got "
+                         f"{parametrization!r}")
     if tau is not None:
         tau = _check_fixed_tau(tau)
+        if parametrization != "noncentered":
+            raise ValueError("a fixed tau needs parametrization='noncentered' (the centred "
+                             "model's W has scale tau itself: tau = 0 has no density)")
     coords = {**_coords(data, components), "top_position": np.arange(K + 1),
               "top_length": np.arange(K + 1), "top_position_basis": np.arange(K)}
     with pm.Model(coords=coords) as model:
@@ -600,12 +619,17 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
         mean = u[:, :, None] * pt.concatenate([c[:K], c_out[None]])[None, None, :]
         tau = pm.HalfNormal("tau", shrinkage_scale) if tau is None else pm.Data(
             "tau", np.float64(tau))
-        delta = pm.Normal("delta_raw", 0.0, 1.0,
-                          dims=("component", "item_basis", "top_position_basis"))
         Bm, Bk = zero_sum_basis(M), zero_sum_basis(K + 1)
-        T = pt.tensordot(delta, Bk, axes=([2], [1]))  # (C, M - 1, K + 1)
-        dev = pt.tensordot(Bm, T, axes=([1], [1])).dimshuffle(1, 0, 2)
-        W = pm.Deterministic("W", mean + tau * dev, dims=("component", "item", "top_position"))
+        raw_dims = ("component", "item_basis", "top_position_basis")
+        if parametrization == "noncentered":
+            delta = pm.Normal("delta_raw", 0.0, 1.0, dims=raw_dims)
+            W = mean + tau * _zero_sum_matrices(delta, Bm, Bk)
+        else:  # W_raw ~ N(Bm^T mean Bk, tau), as full_model's centred form
+            zu = model["u_raw"] if item_features is None else pt.dot(u, Bm)
+            m_raw = pt.dot(pt.concatenate([c[:K], c_out[None]]), Bk)
+            W_raw = pm.Normal("W_raw", zu[:, :, None] * m_raw[None, None, :], tau, dims=raw_dims)
+            W = _zero_sum_matrices(W_raw, Bm, Bk)
+        W = pm.Deterministic("W", W, dims=("component", "item", "top_position"))
         length_probs = pm.Dirichlet("length_probs", a=np.ones(K + 1), dims="top_length")
         orders = pm.Data("orders", data.orders, dims=("order", "item"))
         counts = pm.Data("counts", data.counts.astype(np.float64), dims="order")
@@ -619,7 +643,7 @@ def top_k_model(data, K=None, *, prior_sigma=3.0, shrinkage_scale=1.0, item_feat
             comps = [TopKRanking.dist(W[k], length_probs=length_probs)
                      for k in range(components)]
             RankingMixture("ballots", w=w, comp_dists=comps, weights=counts, observed=orders)
-    return RankingModel(model, "top-k", components, data)
+    return RankingModel(model, "top-k", components, data, parametrization=parametrization)
 
 
 #: ``parametrization="auto"`` of :func:`full_model` is centred from this many ballots per entry

@@ -109,3 +109,62 @@ def test_mixture_map_separates_two_blocs():
     W = np.asarray(two["W"])  # (2, M, K + 1)
     firsts = sorted(int(np.argmax(W[c, :, 0])) for c in range(2))
     assert firsts == [0, M - 1]
+
+
+def test_centred_top_k_model_is_the_same_model():
+    """parametrization="centered": free W_raw (the Helmert coordinates of W) instead of
+    delta_raw. Its density at W_raw = Bm^T m Bk + tau delta_raw (m the rank-one mean u m^T) is
+    the non-centred one less the Jacobian log tau^((M-1) K): the same posterior in other
+    coordinates; its W is the non-centred W double-centred (row and column shifts change no
+    probability). Graphs in FAST_COMPILE mode (no numba compilation: a fast test)."""
+    import pytensor
+
+    data = _data(M=5, K=2, n=80, seed=4)
+    nc = rmod.top_k_model(data)
+    ce = rmod.top_k_model(data, parametrization="centered")
+    assert (nc.parametrization, ce.parametrization) == ("noncentered", "centered")
+    assert "delta_raw" in nc.model.named_vars and "delta_raw" not in ce.model.named_vars
+    assert ce.model.named_vars_to_dims["W_raw"] == ("component", "item_basis",
+                                                     "top_position_basis")  # (C, M - 1, K)
+    fast = pytensor.compile.mode.get_mode("FAST_COMPILE")
+
+    def fns(m):
+        model = m.model
+        W = model.replace_rvs_by_values([model["W"]])[0]
+        return (model.compile_logp(jacobian=False, mode=fast),
+                model.compile_fn(W, inputs=model.value_vars, on_unused_input="ignore",
+                                 mode=fast))
+
+    (lp_nc, W_nc), (lp_ce, W_ce) = fns(nc), fns(ce)
+    M, K = 5, 2
+    Bk = rmod.zero_sum_basis(K + 1)
+    c = rmod.harmonic_positions(M)
+    m = np.append(c[:K], c[K:].mean())
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        zu = rng.normal(size=(1, M - 1))
+        tau = rng.uniform(0.2, 2.0)
+        delta = rng.normal(size=(1, M - 1, K))
+        shared = {"u_raw": zu, "tau_log__": np.log(tau),
+                  "length_probs_simplex__": rng.normal(size=K)}
+        W_raw = zu[:, :, None] * (m @ Bk)[None, None, :] + tau * delta
+        p_nc, p_ce = {**shared, "delta_raw": delta}, {**shared, "W_raw": W_raw}
+        np.testing.assert_allclose(lp_ce(p_ce), lp_nc(p_nc) - (M - 1) * K * np.log(tau),
+                                   rtol=1e-10)
+        Wn = W_nc(p_nc)
+        Wn = Wn - Wn.mean(-1, keepdims=True) - Wn.mean(-2, keepdims=True) \
+            + Wn.mean((-2, -1), keepdims=True)
+        np.testing.assert_allclose(W_ce(p_ce), Wn, atol=1e-12)
+
+
+def test_centred_top_k_model_refuses_a_fixed_tau_and_map():
+    from pm_perm.preferences.fitting import fit_map
+
+    data = _data(M=5, K=2, n=40, seed=5)
+    with pytest.raises(ValueError, match="a fixed tau needs parametrization='noncentered'"):
+        rmod.top_k_model(data, tau=0.5, parametrization="centered")
+    for bad in ("centred", "auto"):  # no size rule for "auto" measured on the top-k model
+        with pytest.raises(ValueError, match="parametrization must be 'noncentered' or"):
+            rmod.top_k_model(data, parametrization=bad)
+    with pytest.raises(ValueError, match="no MAP"):
+        fit_map(rmod.top_k_model(data, parametrization="centered"))
