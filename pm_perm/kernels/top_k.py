@@ -377,10 +377,10 @@ def top_k_core(L, orders, weights, values, grad, want_grad, fast=-1):
     if want_grad:
         grad[:, :] = 0.0
     seq, starts, count, fill = order_work(M)
-    sum_v = 0.0  # for the fast path: sum_i V_i (finite, else the fast path is off)
+    sum_v = 0.0  # for the strict path: sum_i V_i (finite, else the strict path is off)
     for i in range(M):
         sum_v += L[i, K]
-    fast = math.isfinite(sum_v)
+    strict = math.isfinite(sum_v)
     top = np.empty(K, dtype=np.int64)
     use = plan_lengths(M, K, ballot_lengths(orders, K) if fast != 0 else np.zeros(K + 1, np.int64),
                        fast)
@@ -394,11 +394,11 @@ def top_k_core(L, orders, weights, values, grad, want_grad, fast=-1):
     facs = np.empty(K + 1)
     total = 0.0
     wsum = 0.0
-    wfull = 0.0  # the weight of the fast-path ballots: each adds wk to grad[:, K]
+    wfull = 0.0  # the weight of the strict-path ballots: each adds wk to grad[:, K]
     for q in range(n):
         wk = weights[q]
         gk = want_grad and wk != 0.0
-        if fast and _strict_top_k(orders[q], top):
+        if strict and _strict_top_k(orders[q], top):
             # a strict top-K list: sum_{j<K} W[t_j, j] + sum_i V_i - sum_{j<K} V[t_j], O(K)
             lp = sum_v
             for j in range(K):
