@@ -5,7 +5,8 @@ data of the sizes users hold.
 Run::
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_many_ballots.py \\
-        [twenty] [type2] [millions [--ballots N] [--top-k-maxiter N] [--skip-pl]] [anchored]
+        [twenty] [type2] [millions [--ballots N] [--top-k-maxiter N] [--skip-pl] [--old-new]] \\
+        [anchored]
 
 ``twenty`` (default): 313,430 distinct top-5 ballots over 20 items
 (:func:`~pm_perm.preferences.synthetic.distinct_top_k_ballots`, seed 0: utilities N(0, 1),
@@ -28,8 +29,8 @@ peak resident memory of the process (``resource.getrusage``) after each step. Th
 (:data:`TOP_K_BUILDER`, the hook). ``millions --ballots N`` generates N ballots instead (the
 profile at 10^5 and 10^6); ``--top-k-maxiter N`` caps the top-k model's L-BFGS-B fit at N
 iterations, a fit stopped by the cap reported as not converged with its iterations and time;
-``--skip-pl`` fits the top-k model only. For the top-k model the kernel alone is timed too at
-the model's initial logits (best of 3 -log p + gradient, CPU s), OLD and NEW side by side in
+``--skip-pl`` fits the top-k model only. With ``--old-new`` the top-k kernel alone is timed
+too at the model's initial logits (best of 3 -log p + gradient, CPU s), OLD and NEW side by side in
 this process: one DP per short ballot (``top_k_core(..., fast=0)``) against the shared tables
 of :mod:`pm_perm.kernels.top_k_ballots` (the default), with their largest difference.
 
@@ -224,7 +225,7 @@ def millions():
     for name, build in builders:
         rm, t_model = cpu_timed(build, data)
         t_engine, _, t_eval, engine = eval_cost(rm, repeats=3)
-        if name == "top-k":
+        if name == "top-k" and "--old-new" in sys.argv:
             _top_k_kernel_old_new(engine, data)
         maxiter = _option("--top-k-maxiter", 20_000) if name == "top-k" else 20_000
         print(f"| {name} | {t_model:.1f} | {t_engine:.1f} | {t_eval:.2f} | "
