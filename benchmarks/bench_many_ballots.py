@@ -30,9 +30,10 @@ peak resident memory of the process (``resource.getrusage``) after each step. Th
 profile at 10^5 and 10^6); ``--top-k-maxiter N`` caps the top-k model's L-BFGS-B fit at N
 iterations, a fit stopped by the cap reported as not converged with its iterations and time;
 ``--skip-pl`` fits the top-k model only. With ``--old-new`` the top-k kernel alone is timed
-too at the model's initial logits (best of 3 -log p + gradient, CPU s), OLD and NEW side by side in
-this process: one DP per short ballot (``top_k_core(..., fast=0)``) against the shared tables
-of :mod:`pm_perm.kernels.top_k_ballots` (the default), with their largest difference.
+too at the logits of the fit's last point (best of 3 -log p + gradient, CPU s), OLD and NEW
+side by side in this process: one DP per short ballot (``top_k_core(..., fast=0)``) against
+the shared tables of :mod:`pm_perm.kernels.top_k_ballots` (the default), with their largest
+difference.
 
 ``anchored`` (issue 53): the type-II fit of the Plackett-Luce-anchored model (V3 of
 ``benchmarks/bench_small_data.py``: ``fit_map_type2(pl_anchored_model(train, tau=0.0),
@@ -182,8 +183,9 @@ def _fit_row(rm, maxiter):
 
 
 def _top_k_kernel_old_new(engine, data):
-    """One line: the top-k kernel's -log p + gradient at the engine's point, one DP per short
-    ballot (old) and from the shared tables (new), best of 3 CPU s, and their differences."""
+    """One line: the top-k kernel's -log p + gradient at the engine's point (the logits ``W``),
+    one DP per short ballot (old) and from the shared tables (new), best of 3 CPU s, and their
+    differences."""
     from pm_perm.kernels.top_k import top_k_core
 
     point = engine.unravel()
@@ -224,12 +226,12 @@ def millions():
     print("|---|---|---|---|---|---|")
     for name, build in builders:
         rm, t_model = cpu_timed(build, data)
-        t_engine, _, t_eval, engine = eval_cost(rm, repeats=3)
-        if name == "top-k" and "--old-new" in sys.argv:
-            _top_k_kernel_old_new(engine, data)
+        t_engine, _, t_eval, _ = eval_cost(rm, repeats=3)
         maxiter = _option("--top-k-maxiter", 20_000) if name == "top-k" else 20_000
         print(f"| {name} | {t_model:.1f} | {t_engine:.1f} | {t_eval:.2f} | "
               f"{_fit_row(rm, maxiter)} | {peak_gb():.2f} |", flush=True)
+        if name == "top-k" and "--old-new" in sys.argv:
+            _top_k_kernel_old_new(fitting._COMPILED_MAP[rm.model], data)
 
 
 def anchored(grid=None):

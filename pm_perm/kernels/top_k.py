@@ -28,10 +28,11 @@ Ballots
     pattern inside the top K is supported). The unranked items ``U`` fill positions
     ``k..K-1`` in any way, the others are out: the same DP over subsets of those ``r = K - k``
     positions, iterating over the items of ``U`` only: O(|U| r 2^r) per distinct ballot, nothing
-    for ``r = 0`` (``sum_{i in U} V_i``). One shared table instead, as partial_orders shares its
-    suffix table over ITEM subsets, would need 2^M entries (impossible for M = 100); a table
-    over position subsets can only leave a ballot's items out by subtraction (cancellation).
-    Ballots of the full length K, the usual case, cost O(M) each.
+    for ``r = 0`` (``sum_{i in U} V_i``). For a length held by many ballots the remainders come
+    instead from tables shared by all of them (:mod:`pm_perm.kernels.top_k_ballots`: products
+    over runs of consecutive items, O(M^2 r 2^r) once, then O(2^r) to O(k 3^r) per ballot, no
+    subtraction); the argument ``fast`` of :func:`top_k_core` chooses. Ballots of the full
+    length K cost O(M) each.
 
 Gradient
     ``d log Z / dL`` are the marginals ``p(item i at position j)`` and ``p(item i out)``, by a
