@@ -75,6 +75,7 @@ from pm_perm.kernels.top_k_ballots import (
     sweep_tables,
 )
 from pm_perm.kernels.top_k_ballots import bit_index as _bit  # noqa: F401 (top_k_sampler)
+from pm_perm.kernels.top_k_ballots import dp_step as _step
 
 __all__ = [
     "SUFFIX_TINY",
@@ -206,29 +207,6 @@ def _forward(A, b, items, tables):
                 dst[S] /= mx
             logs[t + 1] += math.log(mx)
     return logs
-
-
-@njit(cache=True, inline="always")
-def _step(A, i, bi, src, dst, r):
-    """``dst(S) = bi src(S) + sum_{j in S} A[j, i] src(S - {j})`` for every subset ``S`` of the
-    ``r`` rows, one row ``j`` at a time over contiguous runs (vectorised); returns the largest
-    entry of ``dst``."""
-    n = 1 << r
-    for S in range(n):
-        dst[S] = bi * src[S]
-    for j in range(r):
-        a = A[j, i]
-        if a == 0.0:
-            continue
-        h = 1 << j
-        for blk in range(h, n, 2 * h):
-            for lo in range(blk, blk + h):
-                dst[lo] += a * src[lo - h]
-    mx = 0.0
-    for S in range(n):
-        if dst[S] > mx:
-            mx = dst[S]
-    return mx
 
 
 @njit(cache=True)

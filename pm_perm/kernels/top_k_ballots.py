@@ -102,15 +102,15 @@ def plan_lengths(M, K, n_of_length, fast):
 
 
 @njit(cache=True, inline="always")
-def _advance(As, i, bi, src, dst, s_src):
-    """``dst = f_i * src`` (one DP step, item ``i``), rescaled when its largest entry is below
-    ``1e-100``; returns the log scale of ``dst``."""
-    r = As.shape[0]
+def dp_step(A, i, bi, src, dst, r):
+    """``dst(S) = bi src(S) + sum_{j in S} A[j, i] src(S - {j})`` for every subset ``S`` of the
+    ``r`` rows, one row ``j`` at a time over contiguous runs (vectorised); returns the largest
+    entry of ``dst``."""
     n = 1 << r
     for S in range(n):
         dst[S] = bi * src[S]
     for j in range(r):
-        a = As[j, i]
+        a = A[j, i]
         if a == 0.0:
             continue
         h = 1 << j
@@ -119,9 +119,18 @@ def _advance(As, i, bi, src, dst, s_src):
                 dst[lo] += a * src[lo - h]
     mx = 0.0
     for S in range(n):
-        mx = max(mx, dst[S])
+        if dst[S] > mx:
+            mx = dst[S]
+    return mx
+
+
+@njit(cache=True, inline="always")
+def _advance(As, i, bi, src, dst, s_src):
+    """``dst = f_i * src`` (one DP step, item ``i``), rescaled when its largest entry is below
+    ``1e-100``; returns the log scale of ``dst``."""
+    mx = dp_step(As, i, bi, src, dst, As.shape[0])
     if 0.0 < mx < _RESCALE:
-        for S in range(n):
+        for S in range(1 << As.shape[0]):
             dst[S] /= mx
         return s_src + math.log(mx)
     return s_src
