@@ -49,7 +49,7 @@ __all__ = ["FAST_MAX_BYTES", "FAST_TINY"]
 #: A ballot's scaled remainder below this is left to the caller's DP (it bounds the adjoints
 #: ``w / <X, Y>`` far below overflow).
 FAST_TINY = 1e-200
-#: Largest memory (tables and their adjoints, bytes) for the tables of one ballot length.
+#: Largest memory (bytes) of the tables of all ballot lengths and their adjoints.
 FAST_MAX_BYTES = 1 << 27
 
 _RESCALE = 1e-100
@@ -77,20 +77,24 @@ def layout(M, k):
 def plan_lengths(M, K, n_of_length, fast):
     """Which lengths ``k`` (``1..K-1``) use the tables: ``fast = 1`` every length within the
     memory limit, ``0`` none, ``-1`` those where the DP of ``n_of_length[k]`` ballots costs
-    more than the tables (build and sweep) plus their convolutions."""
+    more than the tables (build and sweep) plus their convolutions. The tables of all chosen
+    lengths (and their adjoints) take at most ``FAST_MAX_BYTES``, the longest ballots (the
+    smallest tables) first."""
     use = np.zeros(K + 1, dtype=np.bool_)
     if fast == 0:
         return use
-    for k in range(1, K):
+    budget = FAST_MAX_BYTES
+    for k in range(K - 1, 0, -1):
         if n_of_length[k] == 0:
             continue
         r = K - k
         n = 1 << r
         rows = layout(M, k)[3]
-        if 16 * rows * n > FAST_MAX_BYTES:
+        if 16 * rows * n > budget:
             continue
         if fast == 1:
             use[k] = True
+            budget -= 16 * rows * n
             continue
         step = (r + 2) * n // 2
         dp = n_of_length[k] * (M - k) * step
@@ -98,6 +102,7 @@ def plan_lengths(M, K, n_of_length, fast):
         tables = 2 * (2 * M + pair_kinds * M * (M - 1) // 2) * step  # build and sweep
         conv = max(k - 3, 0) * 3.0**r + 3 * n
         use[k] = dp > tables + n_of_length[k] * conv
+        budget -= 16 * rows * n if use[k] else 0
     return use
 
 

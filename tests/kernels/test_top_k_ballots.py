@@ -112,4 +112,8 @@ def test_plan_keeps_few_ballots_and_big_tables_on_the_dp():
     M, K = 200, 20  # 3 x 200^2 tables of 2^16 entries for length 4: beyond FAST_MAX_BYTES
     many = np.full(K + 1, 10**7, dtype=np.int64)
     assert 16 * layout(M, 4)[3] * 2**16 > FAST_MAX_BYTES
-    assert not plan_lengths(M, K, many, 1)[4]
+    use = plan_lengths(M, K, many, 1)
+    assert not use[4] and use[K - 1]
+    chosen = sum(16 * layout(M, k)[3] * 2 ** (K - k) for k in range(1, K) if use[k])
+    assert chosen <= FAST_MAX_BYTES  # all lengths together, not each
+    assert sum(16 * layout(M, k)[3] * 2 ** (K - k) for k in range(1, K) if k >= 12) > chosen
