@@ -5,7 +5,8 @@ data of the sizes users hold.
 Run::
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_many_ballots.py \\
-        [twenty] [type2] [millions [--ballots N] [--top-k-maxiter N]] [anchored]
+        [twenty] [type2] [millions [--ballots N] [--top-k-maxiter N] [--skip-pl] [--old-new]] \\
+        [anchored]
 
 ``twenty`` (default): 313,430 distinct top-5 ballots over 20 items
 (:func:`~pm_perm.preferences.synthetic.distinct_top_k_ballots`, seed 0: utilities N(0, 1),
@@ -27,9 +28,12 @@ peak resident memory of the process (``resource.getrusage``) after each step. Th
 (issue 50, item 1) is fitted too when ``pm_perm.preferences.models`` has ``top_k_model``
 (:data:`TOP_K_BUILDER`, the hook). ``millions --ballots N`` generates N ballots instead (the
 profile at 10^5 and 10^6); ``--top-k-maxiter N`` caps the top-k model's L-BFGS-B fit at N
-iterations, a fit stopped by the cap reported as not converged with its iterations and time
-(its kernel costs seconds per evaluation already at 10^6 ballots, ``docs/benchmarks.md``: a
-converged fit of 10^7 takes hours).
+iterations, a fit stopped by the cap reported as not converged with its iterations and time;
+``--skip-pl`` fits the top-k model only. With ``--old-new`` the top-k kernel alone is timed
+too at the logits of the fit's last point (best of 3 -log p + gradient, CPU s), OLD and NEW
+side by side in this process: one DP per short ballot (``top_k_core(..., fast=0)``) against
+the shared tables of :mod:`pm_perm.kernels.top_k_ballots` (the default), with their largest
+difference.
 
 ``anchored`` (issue 53): the type-II fit of the Plackett-Luce-anchored model (V3 of
 ``benchmarks/bench_small_data.py``: ``fit_map_type2(pl_anchored_model(train, tau=0.0),
@@ -163,17 +167,42 @@ def _option(name, default):
 
 
 def _fit_row(rm, maxiter):
-    """``fit_map(rm)``'s cell of the table: CPU [wall] seconds and iterations, or, when the
-    iteration cap stopped it, the same marked "not converged"."""
+    """``fit_map(rm)``'s cell of the table: CPU [wall] seconds and iterations (and the
+    optimiser's message), or, when the iteration cap stopped it, the same marked "not
+    converged"."""
     t, c = time.perf_counter(), time.process_time()
     try:
         point = fitting.fit_map(rm, maxiter=maxiter)
-        done = f"({point['_optimizer']['n_iterations']})"
+        opt = point["_optimizer"]
+        done = f"({opt['n_iterations']}: {opt['message']})"
     except MapFitError as err:
         nit = fitting._COMPILED_MAP[rm.model].result.nit
         why = f"stopped at maxiter = {maxiter}" if nit >= maxiter else str(err)[:200]
         done = f"(**not converged** after {nit} iterations: {why})"
     return f"{time.process_time() - c:.0f} [{time.perf_counter() - t:.0f}] {done}"
+
+
+def _top_k_kernel_old_new(engine, data):
+    """One line: the top-k kernel's -log p + gradient at the engine's point (the logits ``W``),
+    one DP per short ballot (old) and from the shared tables (new), best of 3 CPU s, and their
+    differences."""
+    from pm_perm.kernels.top_k import top_k_core
+
+    point = engine.unravel()
+    W = dict(zip(engine._out_names, engine._values(*(point[n] for n in engine._names)),
+                 strict=True))["W"][0]
+    orders, counts = np.ascontiguousarray(data.orders, np.int64), data.counts.astype(np.float64)
+    out = {}
+    for fast in (0, -1):
+        values, grad = np.empty(len(orders)), np.empty(W.shape)
+        runs = [cpu_timed(top_k_core, W, orders, counts, values, grad, True, fast)
+                for _ in range(3)]
+        out[fast] = (min(t for _, t in runs), runs[0][0], grad.copy())
+    (t0, v0, g0), (t1, v1, g1) = out[0], out[-1]
+    print(f"top-k kernel -log p + grad (CPU s, best of 3): one DP per short ballot {t0:.2f}, "
+          f"shared tables {t1:.2f} ({t0 / t1:.0f}x); |difference| total {abs(v1 - v0):.1e} "
+          f"(relative {abs(v1 - v0) / abs(v0):.1e}), gradient {np.abs(g1 - g0).max():.1e} "
+          f"(largest entry {np.abs(g0).max():.1e})", flush=True)
 
 
 def millions():
@@ -185,7 +214,8 @@ def millions():
     print(f"generated {data.n_rankings} ballots, {data.n_distinct} distinct orders, in "
           f"{CPU['top_k_ballots']:.0f} CPU s ({t_gen:.0f} s wall); peak memory "
           f"{peak_gb():.2f} GB", flush=True)
-    builders = [("Plackett-Luce", models.plackett_luce_model)]
+    builders = [] if "--skip-pl" in sys.argv else [("Plackett-Luce",
+                                                    models.plackett_luce_model)]
     if hasattr(models, TOP_K_BUILDER):
         builders.append(("top-k", getattr(models, TOP_K_BUILDER)))
     else:
@@ -200,6 +230,8 @@ def millions():
         maxiter = _option("--top-k-maxiter", 20_000) if name == "top-k" else 20_000
         print(f"| {name} | {t_model:.1f} | {t_engine:.1f} | {t_eval:.2f} | "
               f"{_fit_row(rm, maxiter)} | {peak_gb():.2f} |", flush=True)
+        if name == "top-k" and "--old-new" in sys.argv:
+            _top_k_kernel_old_new(fitting._COMPILED_MAP[rm.model], data)
 
 
 def anchored(grid=None):

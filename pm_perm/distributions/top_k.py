@@ -183,7 +183,9 @@ class TopKRanking(pm.Discrete):
     -----
     Cost per logits matrix: O(M^3) (the assignment duals that scale the weights) plus
     O(M K 2^K), then O(M) per distinct ballot of length K and O(M r 2^r) per ballot leaving
-    ``r = K - k`` positions to its unranked items. ``K <= TOP_K_MAX_K`` (24) and the memory
+    ``r = K - k`` positions to its unranked items (for a length held by many ballots, O(M^2 r
+    2^r) once and O(2^r) to O(k 3^r) per ballot from shared tables,
+    :mod:`pm_perm.kernels.top_k_ballots`). ``K <= TOP_K_MAX_K`` (24) and the memory
     budget for (M + 1) tables of 2^K float64. Observed rows that are not valid rank form, or rank
     more than K items, raise ``ValueError`` naming the row when the model is built.
 

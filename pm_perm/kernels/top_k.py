@@ -28,10 +28,11 @@ Ballots
     pattern inside the top K is supported). The unranked items ``U`` fill positions
     ``k..K-1`` in any way, the others are out: the same DP over subsets of those ``r = K - k``
     positions, iterating over the items of ``U`` only: O(|U| r 2^r) per distinct ballot, nothing
-    for ``r = 0`` (``sum_{i in U} V_i``). One shared table instead, as partial_orders shares its
-    suffix table over ITEM subsets, would need 2^M entries (impossible for M = 100); a table
-    over position subsets can only leave a ballot's items out by subtraction (cancellation).
-    Ballots of the full length K, the usual case, cost O(M) each.
+    for ``r = 0`` (``sum_{i in U} V_i``). For a length held by many ballots the remainders come
+    instead from tables shared by all of them (:mod:`pm_perm.kernels.top_k_ballots`: products
+    over runs of consecutive items, O(M^2 r 2^r) once, then O(2^r) to O(k 3^r) per ballot, no
+    subtraction); the argument ``fast`` of :func:`top_k_core` chooses. Ballots of the full
+    length K cost O(M) each.
 
 Gradient
     ``d log Z / dL`` are the marginals ``p(item i at position j)`` and ``p(item i out)``, by a
@@ -64,6 +65,17 @@ from pm_perm.kernels._checks import as_float_array, check_weights, finite_or_min
 from pm_perm.kernels.assignment import max_weight_assignment_core
 from pm_perm.kernels.partial_orders import _block_log_perm
 from pm_perm.kernels.rank_form import order_blocks_work, order_work, validate_orders
+from pm_perm.kernels.top_k_ballots import (
+    ballot_lengths,
+    ballot_remainder,
+    build_tables,
+    plan_lengths,
+    remainder_unscale,
+    suffix_log,
+    sweep_tables,
+)
+from pm_perm.kernels.top_k_ballots import bit_index as _bit  # noqa: F401 (top_k_sampler)
+from pm_perm.kernels.top_k_ballots import dp_step as _step
 
 __all__ = [
     "SUFFIX_TINY",
@@ -197,38 +209,6 @@ def _forward(A, b, items, tables):
     return logs
 
 
-@njit(cache=True, inline="always")
-def _step(A, i, bi, src, dst, r):
-    """``dst(S) = bi src(S) + sum_{j in S} A[j, i] src(S - {j})`` for every subset ``S`` of the
-    ``r`` rows, one row ``j`` at a time over contiguous runs (vectorised); returns the largest
-    entry of ``dst``."""
-    n = 1 << r
-    for S in range(n):
-        dst[S] = bi * src[S]
-    for j in range(r):
-        a = A[j, i]
-        if a == 0.0:
-            continue
-        h = 1 << j
-        for blk in range(h, n, 2 * h):
-            for lo in range(blk, blk + h):
-                dst[lo] += a * src[lo - h]
-    mx = 0.0
-    for S in range(n):
-        if dst[S] > mx:
-            mx = dst[S]
-    return mx
-
-
-@njit(cache=True, inline="always")
-def _bit(low):
-    j = 0
-    while low > 1:
-        low >>= 1
-        j += 1
-    return j
-
-
 @njit(cache=True)
 def _marginals(A, b, items, F, logs, P, Pout):
     """Given the stored forward tables ``F`` (m + 1, 2^r) of :func:`_forward`, write the
@@ -296,14 +276,8 @@ def _suffix(L, A, b, u, v, k, U, nU, wk, grad, gk):
     logs = _forward(As, b, items, F)
     zf = F[nU if gk else nU & 1, (1 << r) - 1]
     if zf == 0.0 or math.log(zf) + logs[nU] < _LOG_TINY:
-        return _suffix_log(L, k, items, wk, grad, gk)
-    unscale = 0.0
-    for t in range(nU):
-        unscale += u[items[t]]
-    for j in range(k, K):
-        unscale += v[j]
-    if nU > r:
-        unscale += (nU - r) * v[K]
+        return suffix_log(L, k, items, wk, grad, gk)
+    unscale = remainder_unscale(u, v, k, items, nU)
     if not gk:
         return math.log(zf) + logs[nU] - unscale
     P = np.empty((nU, r))
@@ -315,68 +289,6 @@ def _suffix(L, A, b, u, v, k, U, nU, wk, grad, gk):
         for j in range(r):
             grad[i, k + j] += wk * P[t, j]
     return val - unscale
-
-
-@njit(cache=True, inline="always")
-def _lse(a, c):
-    if a == -np.inf:
-        return c
-    if c == -np.inf:
-        return a
-    return max(a, c) + math.log1p(math.exp(-abs(a - c)))
-
-
-@njit(cache=True)
-def _suffix_log(L, k, items, wk, grad, gk):
-    """:func:`_suffix` in log space on the unscaled logits: exact whatever the spread, about
-    20 times slower; for the ballots whose scaled suffix sum is below ``SUFFIX_TINY``."""
-    K = L.shape[1] - 1
-    r = K - k
-    n = 1 << r
-    m = items.shape[0]
-    full = n - 1
-    F = np.full((m + 1, n), -np.inf)
-    F[0, 0] = 0.0
-    for t in range(m):
-        i = items[t]
-        for S in range(n):
-            acc = L[i, K] + F[t, S]
-            s = S
-            while s:
-                low = s & (-s)
-                acc = _lse(acc, L[i, k + _bit(low)] + F[t, S ^ low])
-                s ^= low
-            F[t + 1, S] = acc
-    lz = F[m, full]
-    if not gk or lz == -np.inf:
-        return lz
-    cur = np.full(n, -np.inf)
-    nxt = np.empty(n)
-    cur[0] = 0.0
-    for t in range(m - 1, -1, -1):
-        i = items[t]
-        for S in range(n):
-            f = F[t, S]
-            if f == -np.inf:
-                continue
-            C = full ^ S
-            grad[i, K] += wk * math.exp(f + L[i, K] + cur[C] - lz)
-            c = C
-            while c:
-                low = c & (-c)
-                j = _bit(low)
-                grad[i, k + j] += wk * math.exp(f + L[i, k + j] + cur[C ^ low] - lz)
-                c ^= low
-        for T in range(n):
-            acc = L[i, K] + cur[T]
-            s = T
-            while s:
-                low = s & (-s)
-                acc = _lse(acc, L[i, k + _bit(low)] + cur[T ^ low])
-                s ^= low
-            nxt[T] = acc
-        cur, nxt = nxt, cur
-    return lz
 
 
 @njit(cache=True, inline="always")
@@ -400,7 +312,7 @@ def _strict_top_k(y, top):
 
 
 @njit(cache=True)
-def top_k_core(L, orders, weights, values, grad, want_grad):
+def top_k_core(L, orders, weights, values, grad, want_grad, fast=-1):
     """Per-ballot log-likelihoods of ``orders`` under one logits matrix, and the gradient of
     ``sum_n weights[n] * values[n]``.
 
@@ -418,6 +330,11 @@ def top_k_core(L, orders, weights, values, grad, want_grad):
         Output: ``log p(ballot n)``.
     grad : ndarray of float64, shape (M, K + 1)
         Output (with ``want_grad``): the gradient; left untouched otherwise.
+
+    fast : int
+        The remainders of short ballots from shared tables
+        (:mod:`pm_perm.kernels.top_k_ballots`): ``-1`` for the lengths where they are cheaper
+        than one DP per ballot, ``1`` for every length (the tests), ``0`` never.
 
     Returns
     -------
@@ -439,18 +356,28 @@ def top_k_core(L, orders, weights, values, grad, want_grad):
     if want_grad:
         grad[:, :] = 0.0
     seq, starts, count, fill = order_work(M)
-    sum_v = 0.0  # for the fast path: sum_i V_i (finite, else the fast path is off)
+    sum_v = 0.0  # for the strict path: sum_i V_i (finite, else the strict path is off)
     for i in range(M):
         sum_v += L[i, K]
-    fast = math.isfinite(sum_v)
+    strict = math.isfinite(sum_v)
     top = np.empty(K, dtype=np.int64)
+    use = plan_lengths(M, K, ballot_lengths(orders, K) if fast != 0 else np.zeros(K + 1, np.int64),
+                       fast)
+    tables = [build_tables(A[k:], b, M, k) for k in range(K) if use[k]]
+    slot = np.cumsum(use) - 1
+    n_work = 1
+    for k in range(K - 1, 0, -1):
+        n_work = (1 << (K - k)) if use[k] else n_work
+    work, bwork = np.empty((K + 1, n_work)), np.empty((K + 1, n_work))
+    adjoints = [np.zeros_like(T) for T, _ in tables] if want_grad else [np.zeros((0, 0))]
+    facs = np.empty(K + 1)
     total = 0.0
     wsum = 0.0
-    wfull = 0.0  # the weight of the fast-path ballots: each adds wk to grad[:, K]
+    wfull = 0.0  # the weight of the strict-path ballots: each adds wk to grad[:, K]
     for q in range(n):
         wk = weights[q]
         gk = want_grad and wk != 0.0
-        if fast and _strict_top_k(orders[q], top):
+        if strict and _strict_top_k(orders[q], top):
             # a strict top-K list: sum_{j<K} W[t_j, j] + sum_i V_i - sum_{j<K} V[t_j], O(K)
             lp = sum_v
             for j in range(K):
@@ -493,13 +420,30 @@ def top_k_core(L, orders, weights, values, grad, want_grad):
                 lp += L[U[t], K]
                 if gk:
                     grad[U[t], K] += wk
-        else:  # they fill positions k..K-1: the suffix DP
-            lp += _suffix(L, A, b, u, v, k, U, nU, wk, grad, gk)
+        else:  # they fill positions k..K-1: shared tables, else the suffix DP
+            lr = np.nan
+            if use[k]:
+                T, s = tables[slot[k]]
+                c = 0
+                for i in range(M):  # the ranked items, increasing
+                    if orders[q, i] >= 0:
+                        top[c] = i
+                        c += 1
+                lr = ballot_remainder(T, s, adjoints[slot[k] if gk else 0], M, k, top, wk, gk,
+                                      work, bwork, facs, _LOG_TINY)
+            if lr == lr:
+                lp += lr - remainder_unscale(u, v, k, U, nU)
+            else:
+                lp += _suffix(L, A, b, u, v, k, U, nU, wk, grad, gk)
         values[q] = lp - log_z
         if wk != 0.0:
             total += wk * values[q]
             wsum += wk
     if want_grad:
+        for k in range(K):
+            if use[k]:
+                T, s = tables[slot[k]]
+                sweep_tables(A[k:], b, M, k, T, s, adjoints[slot[k]], grad)
         for i in range(M):
             grad[i, K] += wfull - wsum * Pout[i]
             for j in range(K):

@@ -236,7 +236,9 @@ def top_k_loglik(logits, orders):
     Notes
     -----
     Differentiable in ``logits``. O(M^3 + M K 2^K) per logits matrix, plus O(M) per ballot of
-    length K and O(M r 2^r) per ballot leaving r = K - k positions to its unranked items.
+    length K and O(M r 2^r) per ballot leaving r = K - k positions to its unranked items, or,
+    for a length held by many ballots, O(M^2 r 2^r) once and O(2^r) to O(k 3^r) per ballot
+    (:mod:`pm_perm.kernels.top_k_ballots`).
     """
     return _loglik(logits, orders)
 

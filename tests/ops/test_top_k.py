@@ -91,6 +91,23 @@ def test_verify_grad_sum(shape):
                 rng=rng)
 
 
+@pytest.mark.slow  # compiles two graphs of their own (about 10 s)
+def test_verify_grad_with_the_kernels_shared_tables():
+    """400 ballots of lengths 1..4 over 8 items (K = 5): enough for the kernel's shared tables
+    (pm_perm.kernels.top_k_ballots) at lengths 1..3."""
+    from pm_perm.kernels.top_k_ballots import ballot_lengths, plan_lengths
+
+    rng = np.random.default_rng(4)
+    rows = np.full((400, 8), -1)
+    for y, k in zip(rows, rng.integers(1, 5, size=len(rows)), strict=True):
+        y[rng.permutation(8)[:k]] = np.arange(k)
+    orders, counts = np.unique(rows, axis=0, return_counts=True)
+    assert plan_lengths(8, 5, ballot_lengths(orders, 5), -1)[1:4].all()
+    verify_grad(lambda w: top_k_loglik_sum(w, orders, counts.astype(float)),
+                [rng.normal(size=(8, 6))], rng=rng)
+    verify_grad(lambda w: top_k_loglik(w, orders), [rng.normal(size=(8, 6))], rng=rng)
+
+
 def test_verify_grad_in_counts_and_value_only_graph():
     rng = np.random.default_rng(3)
     Lv = rng.normal(size=(5, 4))

@@ -82,6 +82,33 @@ def test_values_and_gradients_match_numba(fns, M, K, batch):
         _close(a, b)
 
 
+def test_many_short_ballots_match_one_dp_per_ballot(fns):
+    """3,000 ballots of lengths 1..6 over 12 items: enough for the kernel's shared tables
+    (pm_perm.kernels.top_k_ballots); the JAX and numba Ops give the values and gradients of one
+    DP per ballot (``top_k_core(..., fast=0)``)."""
+    from pm_perm.kernels.top_k import top_k_core
+    from pm_perm.kernels.top_k_ballots import ballot_lengths, plan_lengths
+
+    rng = np.random.default_rng(8)
+    M, K = 12, 6
+    u = rng.normal(size=M)
+    rows = np.full((3000, M), -1)
+    for y, k in zip(rows, rng.integers(1, K + 1, size=len(rows)), strict=True):
+        y[np.argsort(-(u + rng.gumbel(size=M)))[:k]] = np.arange(k)
+    orders, counts = np.unique(rows, axis=0, return_counts=True)
+    assert plan_lengths(M, K, ballot_lengths(orders, K), -1)[1:4].all()
+    w = counts.astype(float)
+    L = rng.normal(size=(M, K + 1)) * 1.5
+    values, grad = np.empty(len(orders)), np.empty(L.shape)
+    total = top_k_core(L, orders, w, values, grad, True, 0)
+    numba_fn, jax_fn = fns[0]
+    for fn in (numba_fn, jax_fn):
+        got = fn(L, orders, w)
+        _close(got[0], values)
+        _close(got[2], total)
+        _close(got[3], grad)
+
+
 def test_invalid_ballots_and_logits_follow_numba(fns):
     """An invalid row, or one ranking more than K items, is -inf (not NaN, not an error) in both
     backends; NaN / +inf logits and logits admitting no top-K list give NaN in both."""
