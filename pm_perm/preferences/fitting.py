@@ -314,8 +314,8 @@ def fit_map_cv(rm, *, grid=None, folds=5, seed=0, n_starts=1, maxiter=20_000, lb
     n_starts, maxiter, lbfgs_memory
         As :func:`fit_map`.
     patience : int or None
-        Stop after this many values in a row whose score is not above the best so far;
-        ``None``: the whole grid.
+        Stop after this many values in a row whose score is not above the best so far by
+        more than one SE (the paired SE of their difference); ``None``: the whole grid.
 
     Returns
     -------
@@ -369,15 +369,15 @@ def fit_map_cv(rm, *, grid=None, folds=5, seed=0, n_starts=1, maxiter=20_000, lb
             fits[t] = (point, engine.x.copy())
             scores[t] = _cv_scores(engine, rm, base, counts, fold_counts, order_of, fold_of,
                                    fits[t][1], maxiter, f"{name} = {t:g}")
-        if best is None or scores[t].mean() > scores[best].mean():
+        if best is None or _beyond_one_se(scores[t] - scores[best])[0] > 0:
             best, below = t, 0
         else:
             below += 1
             if patience is not None and below >= patience:
                 break
-    se = {t: float(np.std(s - scores[best], ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-          for t, s in scores.items()}
-    t = min(v for v in scores if (scores[v] - scores[best]).mean() >= -se[v])
+    best = max(scores, key=lambda v: scores[v].mean())
+    se = {v: _beyond_one_se(s - scores[best])[1] for v, s in scores.items()}
+    t = min(v for v in scores if _beyond_one_se(scores[v] - scores[best])[0] >= 0)
     point, x = fits[t]
     engine.set_data(**{name: np.float64(t)})
     engine.x = x
@@ -386,6 +386,14 @@ def fit_map_cv(rm, *, grid=None, folds=5, seed=0, n_starts=1, maxiter=20_000, lb
                                "cv_se": se})
     out[name] = np.asarray(t)
     return out
+
+
+def _beyond_one_se(d):
+    """``(excess, se)``: the mean of the per-ballot differences ``d`` beyond one standard
+    error of it (``mean - se`` if positive, ``mean + se`` if negative, 0 within one SE)."""
+    se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0
+    m = float(d.mean())
+    return (m - se if m > se else m + se if m < -se else 0.0), se
 
 
 def _cv_scores(engine, rm, base, counts, fold_counts, order_of, fold_of, x, maxiter, what):
