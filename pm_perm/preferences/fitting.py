@@ -336,7 +336,7 @@ def fit_map_cv(rm, *, grid=None, folds=5, seed=0, n_starts=1, maxiter=20_000, lb
     --------
     >>> from pm_perm.preferences.synthetic import simulate_rankings
     >>> data = simulate_rankings(30, utilities=[1.0, 0.5, 0.0, -0.5], rng=0)
-    >>> point = fit_map_cv(full_model(data, tau=0.0), grid=(0.0, 0.5), folds=3)
+    >>> point = fit_map_cv(full_model(data, tau=0.0), grid=(0.0, 0.5), folds=2)
     >>> sorted(point["_optimizer"]["cv_loglik"]) == [0.0, 0.5]
     True
     """
