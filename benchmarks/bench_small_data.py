@@ -121,6 +121,17 @@ within 2 SE per data set (all ten) and pooled, both settings; Irish (the same se
 V5's held-out mean above PL's on each of the three elections. Only if both hold does V5
 replace V2 as the CLI's rank-one model (``--model rank-one``).
 
+V5 RESULTS (run after its pre-registration, 2026-11-29 15:40-16:15 UTC; figures in
+docs/benchmarks.md, "Small data, V5"): cross-validation chose ``tau = 0`` on nine data sets
+(top-k M = 15: 0.0625); every V5 - PL difference is at most 1.4e-4 nats per held-out ballot
+(pooled -2.3e-5 +- 1.8e-5 complete, +7.3e-5 +- 3.5e-5 top-k). At complete M = 19 the fit is
+Plackett-Luce itself (``D = 0`` exactly, ``u`` within 9.6e-5 of PL's MAP): its -4.8e-5 +- 2.4e-5
+is the two fits' L-BFGS-B tolerance, yet 2.01 SE below PL, so by the letter of the criterion it
+is NOT met (also beyond 2 SE, above PL: top-k M = 18 +2.28, the top-k pool +2.06). Irish: V5
+above PL by +0.736, +0.239, +0.803 (``tau`` 0.0625 each), so the Irish condition holds. As
+pre-registered, V5 does not replace V2 in the CLI. Seconds per fit (whole grid, load 10-11):
+complete 114-544, top-k 189-496, Irish 216-585.
+
 Run (from the repository root; about 25 minutes on a loaded 2-core machine, the Irish part
 about 6 minutes)::
 
