@@ -87,3 +87,31 @@ def test_a_model_without_a_fixed_hyperparameter_is_refused_with_the_builders_nam
     data = simulate_rankings(12, utilities=[1.0, 0.0, -1.0], rng=0)
     with pytest.raises(ValueError, match=r"full_model\(data, tau=0.0\)"):
         rfit.fit_map_cv(rmod.plackett_luce_model(data))
+
+
+def test_final_start_at_tau_zero_returns_the_plackett_luce_map_itself():
+    """``final_start="plackett-luce"`` (V6): at ``tau = 0`` the PL-anchored model is
+    Plackett-Luce, and the point returned is Plackett-Luce's MAP (same ballots, seed), not a
+    second L-BFGS-B run stopping elsewhere within its tolerance; the deviations are 0."""
+    data = simulate_rankings(12, utilities=[1.0, 0.0, -1.0], rng=0)
+    pl = rfit.fit_map(rmod.plackett_luce_model(data), seed=3)
+    point = rfit.fit_map_cv(pl_anchored_model(data, deviations="rank-one"), grid=(0.0,),
+                            folds=2, seed=3, final_start="plackett-luce")
+    assert point["tau"] == 0.0 and np.all(point["D"] == 0.0)
+    np.testing.assert_allclose(point["u"], pl["u"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(point["length_probs"], pl["length_probs"], rtol=0, atol=1e-10)
+    # the same objective there, but for the N(0, 1) priors of a_raw and b_raw (2 x 2) at 0
+    assert point["_optimizer"]["log_posterior"] == pytest.approx(
+        pl["_optimizer"]["log_posterior"] - 2 * np.log(2 * np.pi), rel=1e-12)
+
+
+@pytest.mark.parametrize(("model", "final_start", "match"), [
+    ("anchored", "pl", r"final_start must be one of \(None, 'plackett-luce'\); got 'pl'"),
+    ("full", "plackett-luce", r"needs a PL-anchored model .* got a full model: leave "
+                              r"final_start=None"),
+])
+def test_final_start_is_checked_with_the_fix_named(model, final_start, match):
+    data = simulate_rankings(12, utilities=[1.0, 0.0, -1.0], rng=0)
+    rm = (pl_anchored_model(data) if model == "anchored" else rmod.full_model(data, tau=0.0))
+    with pytest.raises(ValueError, match=match):
+        rfit.fit_map_cv(rm, final_start=final_start)
