@@ -157,8 +157,9 @@ V6 RESULTS (run after its pre-registration, 2026-11-29 16:38-16:58 UTC; figures 
 docs/benchmarks.md, "Small data, V5 and V6"): cross-validation chose ``tau = 0`` on nine data
 sets (top-k M = 15: 0.0625, V6 - PL -3.9e-7 +- 5.1e-5); there the point is Plackett-Luce's MAP
 and V6's held-out scores are exactly PL's MAP scored by the anchored kernel
-(``anchored.heldout_loglik``, checked on both M = 17 sets): V6 - PL is at most 1.4e-15 nats per
-ballot, the float64 rounding of the two scoring paths at the same parameters. Yet by the letter
+(``anchored.heldout_loglik``, checked on both M = 17 sets): the mean V6 - PL is at most
+1.4e-15 nats per ballot (each ballot within 1.1e-14), the float64 rounding of the two scoring
+paths at the same parameters. Yet by the letter
 of the criterion it is NOT met: complete M = 17 -1.09e-15 +- 4.7e-16 (-2.31 SE), top-k M = 17
 -1.37e-15 +- 4.6e-16 (-2.99 SE), the complete pool -9.6e-16 +- 3.5e-16 (-2.74 SE); the other
 seven and the top-k pool are within 2 SE. Irish: V6 above PL by +0.736, +0.239, +0.803
