@@ -35,13 +35,20 @@ positions) take their place. Otherwise (``--components`` > 1, or ties before a b
 the older full model runs: item x position logits shrunk toward rank one (its MAP chooses
 ``tau`` by the Laplace evidence, NUTS integrates it).
 
-``--model rank-one`` fits the rank-one logits ``u c^T`` (its MAP chooses the position profile
-by the evidence, between Plackett-Luce's first-order (harmonic) profile and the linear one,
-``position_mix`` 0 to 1, unless ``--learn-positions``). Its PL-anchored variant
-(``pl_anchored_model(data, deviations="rank-one")``) did not meet the pre-registered small-data
-criterion (``docs/benchmarks.md``, "Small data, V4") and is not the CLI's default; under NUTS its
-bilinear tilt did not mix either (max r_hat 1.14, 2 chains x 300 draws). The older models can
-lose to Plackett-Luce on small data; the JSON's ``notes`` say which model ran and why.
+Which model ``--model rank-one`` fits: by MAP with one component on complete or top-k ballots,
+the PL-anchored rank-one tilt (``pl_anchored_model(data, deviations="rank-one")``,
+``D = tau (B a)(B b)^T``) with ``tau`` chosen by 5-fold cross-validation on the training ballots
+and the one-standard-error rule, the final fit started from the Plackett-Luce MAP (at
+``tau = 0`` it is that MAP; :func:`pm_perm.preferences.fitting.fit_map_cv` with
+``final_start="plackett-luce"``; the diagnostics hold ``cv_loglik`` and ``cv_se`` of each scale):
+the Laplace evidence chose ``tau > 0`` on small Plackett-Luce data and lost
+(``docs/benchmarks.md``, "Small data, V4"); so started, the cross-validated fit met the
+small-data criterion ("Small data, V5 and V6"). Otherwise (``--components`` > 1, ties before a
+ballot's end, ``--learn-positions``, or ``--fit nuts``, under which the bilinear tilt did not
+mix: max r_hat 1.14, 2 chains x 300 draws) the older rank-one logits ``u c^T`` (its MAP chooses
+the position profile by the evidence, between Plackett-Luce's first-order (harmonic) profile
+and the linear one, ``position_mix`` 0 to 1, unless ``--learn-positions``). The older models
+can lose to Plackett-Luce on small data; the JSON's ``notes`` say which model ran and why.
 
 Comparison (:func:`compare_models`): unless the model is one-population Plackett-Luce, the
 chosen model is scored against Plackett-Luce on the held-out ballots (or, without held-out

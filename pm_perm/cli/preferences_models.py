@@ -9,16 +9,17 @@ MODELS = {"plackett-luce": "plackett_luce_model", "rank-one": "rank_one_model",
 
 #: The family of the PL-anchored models (:mod:`pm_perm.preferences.anchored`).
 ANCHORED = "pl-anchored"
-#: The ``--model`` values that fit the PL-anchored model where it applies. Not ``"rank-one"``:
-#: its PL-anchored variant (V4 of ``benchmarks/bench_small_data.py``) did not meet the
-#: pre-registered small-data criterion (``docs/benchmarks.md``, "Small data, V4"), so the CLI's
-#: rank-one model stays V2; adding it here switches it (``_build`` and the reports take it).
-ANCHORED_MODELS = ("full",)
+#: The ``--model`` values that fit the PL-anchored model where it applies: ``"full"`` (V3 of
+#: ``benchmarks/bench_small_data.py``, ``tau`` by the Laplace evidence) and ``"rank-one"`` (V6:
+#: the rank-one tilt with ``tau`` by cross-validation, the final fit from the Plackett-Luce MAP,
+#: ``fit_map_cv``); both met the pre-registered small-data criterion (``docs/benchmarks.md``,
+#: "Small data, V3" and "Small data, V5 and V6").
+ANCHORED_MODELS = ("full", "rank-one")
 
 
 def _family(args, data):
     """The family ``--model`` fits on ``data`` (all ballots, held-out ones included): the
-    PL-anchored model for ``--model`` in :data:`ANCHORED_MODELS` (``full``) with one
+    PL-anchored model for ``--model`` in :data:`ANCHORED_MODELS` (``full``, ``rank-one``) with one
     component, on ballots with no tie before their end, and (rank-one) without
     ``--learn-positions`` and by MAP; otherwise ``args.model`` itself (the older models)."""
     from pm_perm.kernels.pl_tilted import middle_tie_rows
@@ -33,12 +34,12 @@ def _family(args, data):
 def _variant(args, family):
     """``(variant, notes)`` of the JSON: which model ran, and why not the PL-anchored one."""
     if family == ANCHORED:
-        return f"PL-anchored {args.model} (Plackett-Luce tilted, type-II tau)", []
+        how = ("cross-validated tau, final fit from the Plackett-Luce MAP"
+               if args.model == "rank-one" else "type-II tau")
+        return f"PL-anchored {args.model} (Plackett-Luce tilted, {how})", []
     if args.model not in ("full", "rank-one"):
         return args.model, []
-    why = ("the PL-anchored rank-one variant did not meet the pre-registered small-data "
-           "criterion, docs/benchmarks.md 'Small data, V4'" if args.model not in ANCHORED_MODELS
-           else "the PL-anchored model has one component and --components > 1 was given"
+    why = ("the PL-anchored model has one component and --components > 1 was given"
            if args.components > 1 else "--learn-positions was given"
            if args.model == "rank-one" and args.learn_positions else
            "the rank-one tilt's bilinear posterior mixes poorly under NUTS"
@@ -85,10 +86,17 @@ def _type2_kwargs(model, learn_positions):
 
 
 def _map_fitter(rm):
-    """``fit_map_type2`` for a model built with a type-II hyperparameter, else ``fit_map``."""
+    """``fit_map_cv`` for the PL-anchored rank-one tilt (its ``tau`` by cross-validation, the
+    final fit from the Plackett-Luce MAP: V6, "Small data, V5 and V6"; the Laplace evidence lost
+    to Plackett-Luce on small data, "Small data, V4"), ``fit_map_type2`` for another model built
+    with a type-II hyperparameter, else ``fit_map``."""
+    import functools
+
     from pm_perm.preferences import fitting as rfit
 
     names = rm.model.named_vars
+    if rm.family == ANCHORED and "b_raw" in names:
+        return functools.partial(rfit.fit_map_cv, final_start="plackett-luce")
     type2 = "position_mix" in names or ("tau" in names
                                         and rm.model["tau"] not in rm.model.free_RVs)
     return rfit.fit_map_type2 if type2 else rfit.fit_map

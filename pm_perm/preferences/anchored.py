@@ -25,9 +25,10 @@ two modes' sum, a bias toward smaller ``tau``).
 Scope: one component, complete and top-k ballots (a tie block only at the end of a ballot);
 MAP fits (:func:`~pm_perm.preferences.fitting.fit_map`, ``fit_map_type2``) and NUTS
 (:func:`~pm_perm.preferences.fitting.fit_nuts`, at a fixed ``tau``). ``pm-perm preferences
---model full`` fits the full variant by default where it applies (:mod:`pm_perm.cli.preferences`);
-the rank-one variant did not meet the small-data criterion (``docs/benchmarks.md``, "Small data,
-V4") and is not a CLI default. The
+--model full`` fits the full variant by default where it applies (:mod:`pm_perm.cli.preferences`),
+``--model rank-one`` the rank-one variant by MAP with ``tau`` by cross-validation
+(``fit_map_cv``; the evidence lost on small data, ``docs/benchmarks.md``, "Small data, V4";
+"Small data, V5 and V6"). The
 ballots are an observed :class:`~pm_perm.distributions.PLAnchoredRanking` ``"ballots"`` with
 ``weights=counts`` and ``length_probs``, as the one-component models of
 :mod:`~pm_perm.preferences.models`: ``pm.compute_log_likelihood`` has one row per BALLOT (so
