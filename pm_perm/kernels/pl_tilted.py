@@ -58,11 +58,15 @@ from pm_perm.kernels.rank_form import (
 from pm_perm.kernels.subset_dp import DEBRUIJN, ctz, popcount
 
 __all__ = [
+    "INVALID",
+    "MIDDLE_TIE",
     "check_no_middle_ties",
     "middle_tie_rows",
+    "orders_plan",
     "pl_tilted_core",
     "pl_tilted_loglik",
     "pl_tilted_loglik_and_grad",
+    "pl_tilted_planned",
 ]
 
 
@@ -105,8 +109,48 @@ def pl_tilted_core(u, D, orders, weights, values, gu, gD, want_grad):
         ``sum_n weights[n] * values[n]`` over the rows of non-zero weight; NaN (and NaN values
         and gradient) for non-finite ``u`` or ``D``.
     """
+    items, lengths = orders_plan(orders)
+    return pl_tilted_planned(u, D, items, lengths, weights, values, gu, gD, want_grad)
+
+
+#: :func:`orders_plan`'s length of a row that is not a rank-form order (``log p = -inf``)
+INVALID = -1
+#: :func:`orders_plan`'s length of a row with a tie block before its last block (NaN)
+MIDDLE_TIE = -2
+
+
+@njit(cache=True)
+def orders_plan(orders):
+    """What :func:`pl_tilted_planned` needs of rank-form orders (n, M), parsed once: ``items``
+    (n, M) int8, ``items[k, j]`` the item at position ``j < lengths[k]``, and ``lengths`` (n,)
+    int64, the number of positions before the row's last block (its unranked items, or its last
+    item), :data:`INVALID` or :data:`MIDDLE_TIE`. Depends on the orders only: a fit whose
+    orders do not change needs it once (:mod:`pm_perm.ops.pl_tilted` keeps it for orders that
+    are a constant of the graph)."""
+    n, M = orders.shape
+    items = np.zeros((n, M), dtype=np.int8)
+    lengths = np.empty(n, dtype=np.int64)
+    seq, starts, count, fill = order_work(M)
+    for k in range(n):
+        nb = order_blocks_work(orders[k], seq, starts, count, fill)
+        if nb < 0:
+            lengths[k] = INVALID
+            continue
+        L = nb - 1
+        for blk in range(nb - 1):
+            if starts[blk + 1] - starts[blk] > 1:
+                L = MIDDLE_TIE
+        for j in range(max(L, 0)):  # blocks of one item each: block j starts at position j
+            items[k, j] = seq[j]
+        lengths[k] = L
+    return items, lengths
+
+
+@njit(cache=True)
+def pl_tilted_planned(u, D, items, lengths, weights, values, gu, gD, want_grad):
+    """:func:`pl_tilted_core` on the orders' :func:`orders_plan` ``(items, lengths)``."""
     M = u.shape[0]
-    n = orders.shape[0]
+    n = lengths.shape[0]
     if not (_finite(u) and _finite(D)):
         values[:] = np.nan
         if want_grad:
@@ -131,25 +175,30 @@ def pl_tilted_core(u, D, orders, weights, values, gu, gD, want_grad):
     full = size - 1
     log_z = math.log(h[full]) - a.sum() - bsuf[M]
     adj = np.zeros(size if want_grad else 0)
+    # Many orders (n >= 2^M / 16, e.g. 313,430 top-5 orders of 20 items): per-set memo tables,
+    # so that the work per order is a few look-ups: log sigma(S) of a ranked position whose
+    # unplaced items are S and the last-block term of S (NaN: not computed yet), and the summed
+    # weight of the ranked positions at S, whose gradient in u (-w e^{u_q} / sigma(S) for each q
+    # in S) is added once per set after the loop. Few orders: computed per order, no tables.
+    memo = n >= (size >> 4)
+    msize = size if memo else 0
+    log_sig = np.full(msize, np.nan)
+    last_term = np.full(msize, np.nan)
+    sig_w = np.zeros(msize if want_grad else 0)
     if want_grad:
         gu[:] = 0.0
         gD[:, :] = 0.0
-    seq, starts, count, fill = order_work(M)
     total = 0.0
     wsum = 0.0
     for k in range(n):
         wk = weights[k]
-        nb = order_blocks_work(orders[k], seq, starts, count, fill)
-        if nb < 0:
+        L = lengths[k]
+        if L == INVALID:
             values[k] = -np.inf
             if wk != 0.0:
                 total += wk * -np.inf
             continue
-        tie = False
-        for blk in range(nb - 1):
-            if starts[blk + 1] - starts[blk] > 1:
-                tie = True
-        if tie:
+        if L == MIDDLE_TIE:
             values[k] = np.nan
             if wk != 0.0:
                 total += np.nan
@@ -157,30 +206,30 @@ def pl_tilted_core(u, D, orders, weights, values, gu, gD, want_grad):
         gk = want_grad and wk != 0.0
         rem = full
         lp = 0.0
-        for blk in range(nb - 1):  # ranked positions before the last block: one item each
-            j = starts[blk]
-            i = seq[j]
-            sr = sig[rem]
-            lp += u[i] - umax + D[i, j] - math.log(sr)
+        for j in range(L):  # ranked positions before the last block: one item each
+            i = np.int64(items[k, j])
+            ls = log_sig[rem] if memo else np.nan
+            if ls != ls:
+                ls = math.log(sig[rem])
+                if memo:
+                    log_sig[rem] = ls
+            lp += u[i] - umax + D[i, j] - ls
             if gk:
                 gu[i] += wk
                 gD[i, j] += wk
-                s = rem
-                while s:
-                    lw = s & (-s)
-                    q = _bit_index(lw)
-                    gu[q] -= wk * eu[q] / sr
-                    s ^= lw
+                if memo:
+                    sig_w[rem] += wk
+                else:
+                    _sub_share(gu, wk / sig[rem], rem, eu)
             rem ^= 1 << i
         # the last block: the suffix set rem on the last |rem| positions
         hu = h[rem]
-        ashift = 0.0
-        s = rem
-        while s:
-            lw = s & (-s)
-            ashift += a[_bit_index(lw)]
-            s ^= lw
-        lp += (math.log(hu) if hu > 0.0 else -np.inf) - ashift - bsuf[popcount(rem)]
+        lt = last_term[rem] if memo else np.nan
+        if lt != lt:
+            lt = _last_block_term(hu, a, bsuf, rem)
+            if memo:
+                last_term[rem] = lt
+        lp += lt
         if gk and hu > 0.0:
             adj[rem] += wk / hu
         values[k] = lp - log_z
@@ -188,9 +237,45 @@ def pl_tilted_core(u, D, orders, weights, values, gu, gD, want_grad):
             total += wk * values[k]
             wsum += wk
     if want_grad:
+        if memo:
+            _sigma_grad(sig_w, sig, eu, gu)
         adj[full] -= wsum / h[full]
         _adjoint(Q, eu, h, sig, adj, gu, gD, M)
     return total
+
+
+@njit(cache=True)
+def _last_block_term(hu, a, bsuf, rem):
+    """``log h(rem)`` with the assignment shifts of its items and positions taken off (``-inf``
+    when ``h`` underflowed): the last block's term of an order whose last block is ``rem``."""
+    ashift = 0.0
+    s = rem
+    while s:
+        lw = s & (-s)
+        ashift += a[_bit_index(lw)]
+        s ^= lw
+    return (math.log(hu) if hu > 0.0 else -np.inf) - ashift - bsuf[popcount(rem)]
+
+
+@njit(cache=True)
+def _sub_share(gu, c, S, eu):
+    """``gu[q] -= c e^{u_q}`` for each item ``q`` of the set ``S``: the gradient in ``u`` of
+    ``-w log sigma(S)`` with ``c = w / sigma(S)``."""
+    while S:
+        lw = S & (-S)
+        q = _bit_index(lw)
+        gu[q] -= c * eu[q]
+        S ^= lw
+
+
+@njit(cache=True)
+def _sigma_grad(sig_w, sig, eu, gu):
+    """:func:`_sub_share` of ``c = sig_w[S] / sigma(S)`` for each set ``S`` of non-zero summed
+    weight: one pass per distinct set (e.g. 6,196 for top-5 orders of 20 items) instead of one
+    per order and ranked position."""
+    for S in range(sig_w.shape[0]):
+        if sig_w[S] != 0.0:
+            _sub_share(gu, sig_w[S] / sig[S], S, eu)
 
 
 @njit(cache=True, fastmath=True)
@@ -327,8 +412,9 @@ def pl_tilted_loglik(u, D, orders):
     out = np.empty((uf.shape[0], n))
     w = np.zeros(n)
     gu, gD = np.empty(M), np.empty((M, M))
+    plan = orders_plan(orders)
     for b in range(uf.shape[0]):
-        pl_tilted_core(uf[b], Df[b], orders, w, out[b], gu, gD, False)
+        pl_tilted_planned(uf[b], Df[b], *plan, w, out[b], gu, gD, False)
     return out.reshape(batch + (n,))
 
 
@@ -361,6 +447,7 @@ def pl_tilted_loglik_and_grad(u, D, orders, weights):
     gu = np.empty((uf.shape[0], M))
     gD = np.empty((uf.shape[0], M, M))
     values = np.empty(n)
+    plan = orders_plan(orders)
     for b in range(uf.shape[0]):
-        totals[b] = pl_tilted_core(uf[b], Df[b], orders, weights, values, gu[b], gD[b], True)
+        totals[b] = pl_tilted_planned(uf[b], Df[b], *plan, weights, values, gu[b], gD[b], True)
     return totals.reshape(batch), gu.reshape(batch + (M,)), gD.reshape(batch + (M, M))

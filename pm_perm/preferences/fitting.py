@@ -13,7 +13,9 @@ import weakref
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 from pymc.util import get_default_varnames
+from pytensor.compile.sharedvalue import SharedVariable
 
 from pm_perm._progress import stage
 from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, checked_sample
@@ -91,15 +93,32 @@ def _checked_counts(counts, n):
 
 _COMPILED_MAP = weakref.WeakKeyDictionary()  # pm.Model -> CompiledMAP
 
+#: The ``pm.Data`` containers of a ranking model that no fit changes (:func:`set_counts` sets
+#: the counts, :func:`fit_map_type2` the hyperparameter): the MAP engine compiles them as
+#: constants, so the work that depends on them alone (casts, ballot lengths, the orders' parse
+#: in :mod:`pm_perm.ops.pl_tilted`) is done once per engine, not at every evaluation.
+FROZEN_DATA = ("orders",)
+
 
 def _map_engine(rm, lbfgs_memory):
     """The model's one :class:`CompiledMAP` (compiled once, reused by every MAP fit of ``rm``),
     with the L-BFGS-B memory set. A mixture's objective is per ballot, so L-BFGS-B fits counts
-    of any size."""
+    of any size. The containers :data:`FROZEN_DATA` are constants of the engine; if one has
+    been set to other values since (``pm.set_data``), a new engine is compiled."""
     engine = _COMPILED_MAP.get(rm.model)
+    frozen = {name: rm.model[name] for name in FROZEN_DATA if name in rm.model.named_vars
+              and isinstance(rm.model[name], SharedVariable)}
+    if engine is not None and any(not np.array_equal(var.get_value(borrow=True),
+                                                     engine.frozen_data[name])
+                                  for name, var in frozen.items()):
+        engine = None
     if engine is None:
+        values = {name: var.get_value() for name, var in frozen.items()}
         engine = _COMPILED_MAP[rm.model] = CompiledMAP(
-            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None)
+            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None,
+            givens={var: pt.constant(values[name], dtype=var.type.dtype)
+                    for name, var in frozen.items()})
+        engine.frozen_data = values
     engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
     return engine
 
