@@ -109,8 +109,7 @@ def pl_tilted_core(u, D, orders, weights, values, gu, gD, want_grad):
         ``sum_n weights[n] * values[n]`` over the rows of non-zero weight; NaN (and NaN values
         and gradient) for non-finite ``u`` or ``D``.
     """
-    items, lengths = orders_plan(orders)
-    return pl_tilted_planned(u, D, items, lengths, weights, values, gu, gD, want_grad)
+    return pl_tilted_planned(u, D, *orders_plan(orders), weights, values, gu, gD, want_grad)
 
 
 #: :func:`orders_plan`'s length of a row that is not a rank-form order (``log p = -inf``)
@@ -121,15 +120,26 @@ MIDDLE_TIE = -2
 
 @njit(cache=True)
 def orders_plan(orders):
-    """What :func:`pl_tilted_planned` needs of rank-form orders (n, M), parsed once: ``items``
-    (n, M) int8, ``items[k, j]`` the item at position ``j < lengths[k]``, and ``lengths`` (n,)
-    int64, the number of positions before the row's last block (its unranked items, or its last
-    item), :data:`INVALID` or :data:`MIDDLE_TIE`. Depends on the orders only: a fit whose
-    orders do not change needs it once (:mod:`pm_perm.ops.pl_tilted` keeps it for orders that
-    are a constant of the graph)."""
+    """What :func:`pl_tilted_planned` needs of rank-form orders (n, M), parsed once.
+
+    Returns ``(items, lengths, set_ids, last_ids, sets)``: ``lengths`` (n,) int64, the number
+    of positions before the row's last block (its unranked items, or its last item), else
+    :data:`INVALID` or :data:`MIDDLE_TIE`; ``items`` (n, M) int8, the item at each of those
+    positions; ``set_ids`` (n, M) int32, the index in ``sets`` of the set of items not placed
+    before that position; ``last_ids`` (n,) int32, the index of the last block's set; ``sets``
+    (int64 bit masks), the distinct sets the orders meet (e.g. 21,700 for 313,430 top-5 orders
+    of 20 items): the likelihood computes its per-set terms once per distinct set. Depends on
+    the orders only: :mod:`pm_perm.ops.pl_tilted` keeps it for orders that are a constant of
+    the graph (a MAP engine's frozen data), so a fit parses them once.
+    """
     n, M = orders.shape
     items = np.zeros((n, M), dtype=np.int8)
+    set_ids = np.zeros((n, M), dtype=np.int32)
+    last_ids = np.zeros(n, dtype=np.int32)
     lengths = np.empty(n, dtype=np.int64)
+    index = np.full(1 << M, -1, dtype=np.int32)  # set -> its index in sets
+    sets = np.empty(16, dtype=np.int64)
+    n_sets = 0
     seq, starts, count, fill = order_work(M)
     for k in range(n):
         nb = order_blocks_work(orders[k], seq, starts, count, fill)
@@ -140,15 +150,30 @@ def orders_plan(orders):
         for blk in range(nb - 1):
             if starts[blk + 1] - starts[blk] > 1:
                 L = MIDDLE_TIE
-        for j in range(max(L, 0)):  # blocks of one item each: block j starts at position j
-            items[k, j] = seq[j]
         lengths[k] = L
-    return items, lengths
+        if L < 0:
+            continue
+        rem = (1 << M) - 1
+        for j in range(L + 1):  # blocks of one item each: block j starts at position j
+            if index[rem] < 0:
+                if n_sets == sets.shape[0]:
+                    sets = np.concatenate((sets, np.empty(n_sets, dtype=np.int64)))
+                index[rem] = n_sets
+                sets[n_sets] = rem
+                n_sets += 1
+            if j == L:
+                last_ids[k] = index[rem]
+            else:
+                set_ids[k, j] = index[rem]
+                items[k, j] = seq[j]
+                rem ^= 1 << seq[j]
+    return items, lengths, set_ids, last_ids, sets[:n_sets].copy()
 
 
 @njit(cache=True)
-def pl_tilted_planned(u, D, items, lengths, weights, values, gu, gD, want_grad):
-    """:func:`pl_tilted_core` on the orders' :func:`orders_plan` ``(items, lengths)``."""
+def pl_tilted_planned(u, D, items, lengths, set_ids, last_ids, sets, weights, values, gu, gD,
+                      want_grad):
+    """:func:`pl_tilted_core` on the orders' :func:`orders_plan`."""
     M = u.shape[0]
     n = lengths.shape[0]
     if not (_finite(u) and _finite(D)):
@@ -175,16 +200,19 @@ def pl_tilted_planned(u, D, items, lengths, weights, values, gu, gD, want_grad):
     full = size - 1
     log_z = math.log(h[full]) - a.sum() - bsuf[M]
     adj = np.zeros(size if want_grad else 0)
-    # Many orders (n >= 2^M / 16, e.g. 313,430 top-5 orders of 20 items): per-set memo tables,
-    # so that the work per order is a few look-ups: log sigma(S) of a ranked position whose
-    # unplaced items are S and the last-block term of S (NaN: not computed yet), and the summed
-    # weight of the ranked positions at S, whose gradient in u (-w e^{u_q} / sigma(S) for each q
-    # in S) is added once per set after the loop. Few orders: computed per order, no tables.
-    memo = n >= (size >> 4)
-    msize = size if memo else 0
-    log_sig = np.full(msize, np.nan)
-    last_term = np.full(msize, np.nan)
-    sig_w = np.zeros(msize if want_grad else 0)
+    # the terms of each distinct set once: log sigma(S) of a position whose unplaced items are
+    # S, and the last-block term of S; the summed weights of the positions and last blocks at
+    # S, whose gradients (-w e^{u_q} / sigma(S) for each q in S; the table's adjoint seed
+    # w / h(S)) are added once per set after the loop
+    n_sets = sets.shape[0]
+    log_sig = np.empty(n_sets)
+    last_term = np.empty(n_sets)
+    for t in range(n_sets):
+        S = sets[t]
+        log_sig[t] = math.log(sig[S]) if S != 0 else 0.0
+        last_term[t] = _last_block_term(h[S], a, bsuf, S)
+    sig_w = np.zeros(n_sets if want_grad else 0)
+    last_w = np.zeros(n_sets if want_grad else 0)
     if want_grad:
         gu[:] = 0.0
         gD[:, :] = 0.0
@@ -204,41 +232,31 @@ def pl_tilted_planned(u, D, items, lengths, weights, values, gu, gD, want_grad):
                 total += np.nan
             continue
         gk = want_grad and wk != 0.0
-        rem = full
         lp = 0.0
         for j in range(L):  # ranked positions before the last block: one item each
             i = np.int64(items[k, j])
-            ls = log_sig[rem] if memo else np.nan
-            if ls != ls:
-                ls = math.log(sig[rem])
-                if memo:
-                    log_sig[rem] = ls
-            lp += u[i] - umax + D[i, j] - ls
+            t = set_ids[k, j]
+            lp += u[i] - umax + D[i, j] - log_sig[t]
             if gk:
                 gu[i] += wk
                 gD[i, j] += wk
-                if memo:
-                    sig_w[rem] += wk
-                else:
-                    _sub_share(gu, wk / sig[rem], rem, eu)
-            rem ^= 1 << i
-        # the last block: the suffix set rem on the last |rem| positions
-        hu = h[rem]
-        lt = last_term[rem] if memo else np.nan
-        if lt != lt:
-            lt = _last_block_term(hu, a, bsuf, rem)
-            if memo:
-                last_term[rem] = lt
-        lp += lt
-        if gk and hu > 0.0:
-            adj[rem] += wk / hu
+                sig_w[t] += wk
+        # the last block: the suffix set on the last positions
+        t = last_ids[k]
+        lp += last_term[t]
+        if gk:
+            last_w[t] += wk
         values[k] = lp - log_z
         if wk != 0.0:
             total += wk * values[k]
             wsum += wk
     if want_grad:
-        if memo:
-            _sigma_grad(sig_w, sig, eu, gu)
+        for t in range(n_sets):
+            S = sets[t]
+            if sig_w[t] != 0.0:
+                _sub_share(gu, sig_w[t] / sig[S], S, eu)
+            if last_w[t] != 0.0 and h[S] > 0.0:
+                adj[S] += last_w[t] / h[S]
         adj[full] -= wsum / h[full]
         _adjoint(Q, eu, h, sig, adj, gu, gD, M)
     return total
@@ -266,16 +284,6 @@ def _sub_share(gu, c, S, eu):
         q = _bit_index(lw)
         gu[q] -= c * eu[q]
         S ^= lw
-
-
-@njit(cache=True)
-def _sigma_grad(sig_w, sig, eu, gu):
-    """:func:`_sub_share` of ``c = sig_w[S] / sigma(S)`` for each set ``S`` of non-zero summed
-    weight: one pass per distinct set (e.g. 6,196 for top-5 orders of 20 items) instead of one
-    per order and ranked position."""
-    for S in range(sig_w.shape[0]):
-        if sig_w[S] != 0.0:
-            _sub_share(gu, sig_w[S] / sig[S], S, eu)
 
 
 @njit(cache=True, fastmath=True)
