@@ -67,6 +67,8 @@ __all__ = [
     "pl_tilted_loglik",
     "pl_tilted_loglik_and_grad",
     "pl_tilted_planned",
+    "pl_tilted_seeded_grad",
+    "plan_weights",
 ]
 
 
@@ -174,7 +176,6 @@ def orders_plan(orders):
 def pl_tilted_planned(u, D, items, lengths, set_ids, last_ids, sets, weights, values, gu, gD,
                       want_grad):
     """:func:`pl_tilted_core` on the orders' :func:`orders_plan`."""
-    M = u.shape[0]
     n = lengths.shape[0]
     if not (_finite(u) and _finite(D)):
         values[:] = np.nan
@@ -182,6 +183,89 @@ def pl_tilted_planned(u, D, items, lengths, set_ids, last_ids, sets, weights, va
             gu[:] = np.nan
             gD[:, :] = np.nan
         return np.nan
+    a, umax, eu, Q, h, sig, bsuf, log_z = _tables(u, D)
+    # the terms of each distinct set once: log sigma(S) of a position whose unplaced items are
+    # S, and the last-block term of S
+    n_sets = sets.shape[0]
+    log_sig = np.empty(n_sets)
+    last_term = np.empty(n_sets)
+    for t in range(n_sets):
+        S = sets[t]
+        log_sig[t] = math.log(sig[S]) if S != 0 else 0.0
+        last_term[t] = _last_block_term(h[S], a, bsuf, S)
+    total = 0.0
+    for k in range(n):
+        wk = weights[k]
+        L = lengths[k]
+        if L == INVALID:
+            values[k] = -np.inf
+            if wk != 0.0:
+                total += wk * -np.inf
+            continue
+        if L == MIDDLE_TIE:
+            values[k] = np.nan
+            if wk != 0.0:
+                total += np.nan
+            continue
+        lp = 0.0
+        for j in range(L):  # ranked positions before the last block: one item each
+            i = np.int64(items[k, j])
+            lp += u[i] - umax + D[i, j] - log_sig[set_ids[k, j]]
+        lp += last_term[last_ids[k]]  # the last block: a suffix set on the last positions
+        values[k] = lp - log_z
+        if wk != 0.0:
+            total += wk * values[k]
+    if want_grad:
+        seeds = plan_weights(items, lengths, set_ids, last_ids, sets.shape[0], weights,
+                             u.shape[0])
+        _seeded_gradient(Q, eu, h, sig, sets, *seeds, gu, gD)
+    return total
+
+
+@njit(cache=True)
+def plan_weights(items, lengths, set_ids, last_ids, n_sets, weights, M):
+    """The data part of the gradient of ``sum_n w_n log p_n`` (it does not depend on ``u`` or
+    ``D``): ``(gu0 (M,), gD0 (M, M), sig_w, last_w (n_sets,), wsum)``, the counts of each item
+    and item-position pair over the ranked positions, the summed weights of the positions whose
+    unplaced items are each set and of the last blocks that are each set, and the summed weight
+    of the valid orders (rows of weight 0, invalid rows and middle ties add nothing)."""
+    gu0, gD0 = np.zeros(M), np.zeros((M, M))
+    sig_w, last_w = np.zeros(n_sets), np.zeros(n_sets)
+    wsum = 0.0
+    for k in range(lengths.shape[0]):
+        wk = weights[k]
+        L = lengths[k]
+        if L < 0 or wk == 0.0:
+            continue
+        for j in range(L):
+            i = np.int64(items[k, j])
+            gu0[i] += wk
+            gD0[i, j] += wk
+            sig_w[set_ids[k, j]] += wk
+        last_w[last_ids[k]] += wk
+        wsum += wk
+    return gu0, gD0, sig_w, last_w, wsum
+
+
+@njit(cache=True)
+def pl_tilted_seeded_grad(u, D, sets, gu0, gD0, sig_w, last_w, wsum, gu, gD):
+    """The gradient of ``sum_n w_n log p_n`` from the orders' :func:`plan_weights` (no work per
+    order: repeated gradients on fixed data, e.g. the differences of a Laplace Hessian), into
+    ``gu`` (M,) and ``gD`` (M, M); NaN for non-finite ``u`` or ``D``."""
+    if not (_finite(u) and _finite(D)):
+        gu[:] = np.nan
+        gD[:, :] = np.nan
+        return
+    _, _, eu, Q, h, sig, _, _ = _tables(u, D)
+    _seeded_gradient(Q, eu, h, sig, sets, gu0, gD0, sig_w, last_w, wsum, gu, gD)
+
+
+@njit(cache=True)
+def _tables(u, D):
+    """``(a, umax, eu, Q, h, sig, bsuf, log_z)``: the assignment shifts of items, the largest
+    utility, ``e^{u - umax}``, the scaled tilt factors ``Q``, the suffix table ``h`` and the
+    subset sums ``sig`` (2^M), the position shifts' suffix sums and ``log Z``."""
+    M = u.shape[0]
     _, a, b, _ = max_weight_assignment_core(D)
     umax = u.max()
     eu = np.empty(M)
@@ -197,69 +281,28 @@ def pl_tilted_planned(u, D, items, lengths, set_ids, last_ids, sets, weights, va
     sig = np.empty(size)
     _forward(Q, eu, h, sig, M)
     bsuf = position_suffix_sums(b)  # bsuf[s] = sum of b over the last s positions
-    full = size - 1
-    log_z = math.log(h[full]) - a.sum() - bsuf[M]
-    adj = np.zeros(size if want_grad else 0)
-    # the terms of each distinct set once: log sigma(S) of a position whose unplaced items are
-    # S, and the last-block term of S; the summed weights of the positions and last blocks at
-    # S, whose gradients (-w e^{u_q} / sigma(S) for each q in S; the table's adjoint seed
-    # w / h(S)) are added once per set after the loop
-    n_sets = sets.shape[0]
-    log_sig = np.empty(n_sets)
-    last_term = np.empty(n_sets)
-    for t in range(n_sets):
+    log_z = math.log(h[size - 1]) - a.sum() - bsuf[M]
+    return a, umax, eu, Q, h, sig, bsuf, log_z
+
+
+@njit(cache=True)
+def _seeded_gradient(Q, eu, h, sig, sets, gu0, gD0, sig_w, last_w, wsum, gu, gD):
+    """``gu``, ``gD`` = the data part plus, per distinct set, the gradient of ``-w log sigma``
+    (:func:`_sub_share`) and the table's adjoint seeded with ``w / h(S)`` at the last blocks and
+    ``-wsum / h(all)`` at the full set."""
+    M = eu.shape[0]
+    full = (1 << M) - 1
+    gu[:] = gu0
+    gD[:, :] = gD0
+    adj = np.zeros(full + 1)
+    for t in range(sets.shape[0]):
         S = sets[t]
-        log_sig[t] = math.log(sig[S]) if S != 0 else 0.0
-        last_term[t] = _last_block_term(h[S], a, bsuf, S)
-    sig_w = np.zeros(n_sets if want_grad else 0)
-    last_w = np.zeros(n_sets if want_grad else 0)
-    if want_grad:
-        gu[:] = 0.0
-        gD[:, :] = 0.0
-    total = 0.0
-    wsum = 0.0
-    for k in range(n):
-        wk = weights[k]
-        L = lengths[k]
-        if L == INVALID:
-            values[k] = -np.inf
-            if wk != 0.0:
-                total += wk * -np.inf
-            continue
-        if L == MIDDLE_TIE:
-            values[k] = np.nan
-            if wk != 0.0:
-                total += np.nan
-            continue
-        gk = want_grad and wk != 0.0
-        lp = 0.0
-        for j in range(L):  # ranked positions before the last block: one item each
-            i = np.int64(items[k, j])
-            t = set_ids[k, j]
-            lp += u[i] - umax + D[i, j] - log_sig[t]
-            if gk:
-                gu[i] += wk
-                gD[i, j] += wk
-                sig_w[t] += wk
-        # the last block: the suffix set on the last positions
-        t = last_ids[k]
-        lp += last_term[t]
-        if gk:
-            last_w[t] += wk
-        values[k] = lp - log_z
-        if wk != 0.0:
-            total += wk * values[k]
-            wsum += wk
-    if want_grad:
-        for t in range(n_sets):
-            S = sets[t]
-            if sig_w[t] != 0.0:
-                _sub_share(gu, sig_w[t] / sig[S], S, eu)
-            if last_w[t] != 0.0 and h[S] > 0.0:
-                adj[S] += last_w[t] / h[S]
-        adj[full] -= wsum / h[full]
-        _adjoint(Q, eu, h, sig, adj, gu, gD, M)
-    return total
+        if sig_w[t] != 0.0:
+            _sub_share(gu, sig_w[t] / sig[S], S, eu)
+        if last_w[t] != 0.0 and h[S] > 0.0:
+            adj[S] += last_w[t] / h[S]
+    adj[full] -= wsum / h[full]
+    _adjoint(Q, eu, h, sig, adj, gu, gD, M)
 
 
 @njit(cache=True)

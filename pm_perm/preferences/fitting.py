@@ -274,7 +274,7 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
             if keep is None:
                 keep = _order_model_coordinates(engine)
 
-            H = _negative_hessian(engine, x, keep, name == "tau" and t == 0.0)
+            H = _negative_hessian(engine, x, keep, name == "tau" and t == 0.0, rm=rm)
         log_post = point["_info"]["log_posterior"]
         evidence[t] = laplace_log_evidence(log_post, H) if _positive_definite(H) else -np.inf
         if best is None or evidence[t] > evidence[best[0]]:
@@ -358,7 +358,7 @@ def _start_stage(s, n_starts):
 HESSIAN_SCHEME = "forward"
 
 
-def _negative_hessian(engine, x, keep, prior_only_deviation):
+def _negative_hessian(engine, x, keep, prior_only_deviation, rm=None):
     """The Hessian of ``-log p`` over the coordinates ``keep`` of the raveled point ``x``, by
     finite differences of the exact gradient (:data:`HESSIAN_SCHEME`: ``n + 1`` gradient
     evaluations for ``n`` coordinates by forward differences, ``2 n`` by central ones).
@@ -369,7 +369,11 @@ def _negative_hessian(engine, x, keep, prior_only_deviation):
     gradient depends on ``delta_raw``. Its block of the Hessian is then exactly the identity
     and its cross terms zero (what the differences give, up to rounding), so only the other
     coordinates are differenced: on 20 items 19 + 1 gradient evaluations instead of
-    380 + 1 (forward differences)."""
+    380 + 1 (forward differences).
+
+    ``rm`` a PL-anchored model (:mod:`~pm_perm.preferences.anchored`): the gradients are
+    :func:`~pm_perm.preferences.anchored.log_p_gradient`'s (no work per order), the same
+    numbers up to rounding."""
     from pm_perm.inference.laplace import negative_hessian
 
     skip = np.zeros(x.size, dtype=bool)
@@ -381,9 +385,17 @@ def _negative_hessian(engine, x, keep, prior_only_deviation):
             start += size
     diff = keep[~skip[keep]]
 
+    log_p_grad = None
+    if rm is not None and rm.family == ANCHORED:
+        from pm_perm.preferences.anchored import log_p_gradient
+
+        log_p_grad = log_p_gradient(rm, engine)
+
     def grad(z):  # of log p, unscaled (a mixture's engine objective is per ballot)
         full = x.copy()
         full[diff] = z
+        if log_p_grad is not None:
+            return log_p_grad(full)[diff]
         return -engine.value_and_grad(full)[1][diff] * engine.scale
 
     where = np.flatnonzero(~skip[keep])
