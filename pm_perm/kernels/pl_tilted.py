@@ -352,9 +352,14 @@ def _forward(Q, eu, h, sig, M):
 @njit(cache=True, fastmath=True)
 def _adjoint(Q, eu, h, sig, adj, gu, gD, M):
     """Reverse sweep of the table: with ``adj[S]`` seeded by ``d out / d h(S)``, add
-    ``d out / d u`` and ``d out / d D`` into ``gu`` and ``gD``; ``adj`` is overwritten."""
+    ``d out / d u`` and ``d out / d D`` into ``gu`` and ``gD``; ``adj`` is overwritten.
+
+    Per set and item two accumulations only: ``G[r, i]`` (``d out / d D[i, r]``, whose row sums
+    are also ``u_i``'s share through the tilt factors) and ``ys[i]``, the summed
+    ``d out / d log sigma(S)`` of the sets holding ``i`` (times ``e^{u_i}`` at the end)."""
     table = DEBRUIJN
     G = np.zeros((M, M))  # G[r, i]: d out / d D[i, r]
+    ys = np.zeros(M)
     for S in range((1 << M) - 1, 0, -1):
         x = adj[S]
         if x == 0.0:
@@ -369,14 +374,16 @@ def _adjoint(Q, eu, h, sig, adj, gu, gD, M):
             lw = s & (-s)
             i = ctz(lw, table)
             c = inv * row[i]
-            t = c * h[S ^ lw]
-            g[i] += t
-            gu[i] += t - y * eu[i]
+            g[i] += c * h[S ^ lw]
+            ys[i] += y
             adj[S ^ lw] += c
             s ^= lw
-    for r in range(M):
-        for i in range(M):
+    for i in range(M):
+        t = 0.0
+        for r in range(M):
+            t += G[r, i]
             gD[i, r] += G[r, i]
+        gu[i] += t - ys[i] * eu[i]
 
 
 @njit(cache=True)

@@ -108,9 +108,9 @@ def _map_engine(rm, lbfgs_memory):
     engine = _COMPILED_MAP.get(rm.model)
     frozen = {name: rm.model[name] for name in FROZEN_DATA if name in rm.model.named_vars
               and isinstance(rm.model[name], SharedVariable)}
-    if engine is not None and any(not np.array_equal(var.get_value(borrow=True),
-                                                     engine.frozen_data[name])
-                                  for name, var in frozen.items()):
+    held = getattr(engine, "frozen_data", None)  # None: an engine a caller compiled and set
+    if held is not None and any(not np.array_equal(var.get_value(borrow=True), held[name])
+                                for name, var in frozen.items()):
         engine = None
     if engine is None:
         values = {name: var.get_value() for name, var in frozen.items()}
