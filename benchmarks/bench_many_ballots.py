@@ -5,21 +5,30 @@ data of the sizes users hold.
 Run::
 
     OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_many_ballots.py \\
-        [twenty] [type2] [millions [--ballots N] [--top-k-maxiter N] [--skip-pl] [--old-new]] \\
-        [anchored]
+        [twenty [--old-full-fit]] [twenty-file PATH] [type2] [millions [--ballots N]
+        [--top-k-maxiter N] [--skip-pl] [--old-new]] [anchored]
 
 ``twenty`` (default): 313,430 distinct top-5 ballots over 20 items
 (:func:`~pm_perm.preferences.synthetic.distinct_top_k_ballots`, seed 0: utilities N(0, 1),
-Gumbel top-5, ballots drawn until 313,430 distinct orders appeared). For Plackett-Luce and for
-the full model at a fixed ``tau`` (``full_model(data, tau=...)``): the model's build, the
-construction of its :class:`~pm_perm.inference.CompiledMAP` (graph rewrites), the first
-evaluation (numba kernels from the disk cache), the median time of one ``-log p`` + gradient,
-and one MAP fit (``fit_map``) with its iterations.
+Gumbel top-5, ballots drawn until 313,430 distinct orders appeared). For Plackett-Luce, the
+PL-anchored model (what ``pm-perm preferences --model full`` fits on these ballots,
+:func:`~pm_perm.preferences.anchored.pl_anchored_model`) and the older full model, both at a
+fixed ``tau = 0.5``: the model's build, the median CPU time of one ``-log p`` + gradient side by
+side for an objective compiled on the ``pm.Data`` orders (every evaluation redoes the work that
+depends on the orders alone: casts, ballot lengths, the orders' parse) and for the fits' engine
+(``fitting._map_engine``: the orders compiled as a constant, that work done once), and one MAP fit
+(``fit_map``) with its iterations (the older full model: no fit, ``--old-full-fit`` to fit it).
 
-``type2``: the full model's MAP as ``pm-perm preferences --model full --fit map`` runs it
-(:func:`~pm_perm.preferences.fitting.fit_map_type2`: a MAP fit and a Laplace Hessian, 380 + 1
-gradient evaluations by forward differences, 19 + 1 at ``tau = 0``, per deviation scale
-``tau``), with the time of each fit and Hessian.
+``type2``: the MAP of ``pm-perm preferences --model full --fit map`` on these ballots
+(:func:`~pm_perm.preferences.fitting.fit_map_type2` of ``pl_anchored_model(data, tau=0.0)``: per
+deviation scale ``tau`` of the grid, a MAP fit from the previous optimum and a Laplace Hessian by
+forward differences, 19 + 1 gradients at ``tau = 0``, 380 + 1 at ``tau > 0``), with the CPU and
+wall time of each fit and Hessian, the whole fit's, and the load average. The CLI itself (reading
+the file, the reports) is timed with ``/usr/bin/time`` in ``docs/benchmarks.md``.
+
+``twenty-file PATH``: writes those ballots as a PrefLib file (``.soi``) for the CLI::
+
+    pm-perm preferences PATH --model full --fit map --json out.json
 
 ``millions``: 10^7 top-k ballots over 50 candidates (:func:`~pm_perm.preferences.synthetic.
 top_k_ballots`, seed 0, lengths 1..10 with probabilities proportional to 0.6^(length - 1)), as
@@ -101,9 +110,13 @@ def cpu_timed(fn, *args, **kwargs):
     return out, time.process_time() - c
 
 
-def eval_cost(rm, repeats=7):
-    """``(construction, first evaluation, median per -log p + gradient: CPU seconds, engine)``."""
-    engine, t_build = cpu_timed(CompiledMAP, rm.model)
+def eval_cost(rm, repeats=7, engine=None):
+    """``(construction, first evaluation, median per -log p + gradient: CPU seconds, engine)``;
+    ``engine`` (e.g. ``fitting._map_engine``'s) instead of a plain ``CompiledMAP`` of the model."""
+    if engine is None:
+        engine, t_build = cpu_timed(CompiledMAP, rm.model)
+    else:
+        engine, t_build = cpu_timed(engine, rm)
     x = engine.x
     _, t_first = cpu_timed(engine.value_and_grad, x)
     rng = np.random.default_rng(0)
@@ -112,24 +125,37 @@ def eval_cost(rm, repeats=7):
     return t_build, t_first, float(np.median(times)), engine
 
 
+def _anchored(data, tau):
+    from pm_perm.preferences.anchored import pl_anchored_model
+
+    return pl_anchored_model(data, tau=tau)
+
+
 def twenty():
     (data, _), _ = timed(distinct_top_k_ballots, 313_430, 20, 5, rng=0)
     print(f"## 20 items: {data.n_distinct} distinct top-5 orders, {data.n_rankings} ballots "
-          f"(generated in {CPU['distinct_top_k_ballots']:.1f} CPU s)")
-    print("CPU seconds of the process (wall seconds of the fit in brackets)")
-    print("| model | build | CompiledMAP | first eval | -log p + grad (ms) | MAP fit "
-          "(iterations) |")
-    print("|---|---|---|---|---|---|")
-    for name, build in (("Plackett-Luce", lambda: models.plackett_luce_model(data)),
-                        (f"full (tau = {TAU})", lambda: models.full_model(data, tau=TAU))):
-        rm, _ = timed(build)
-        t_model = CPU["<lambda>"]
-        t_engine, t_first, t_eval, _ = eval_cost(rm)
-        point, t_fit = timed(fitting.fit_map, rm)
-        print(f"| {name} | {t_model:.2f} | {t_engine:.2f} | {t_first:.2f} | {1e3 * t_eval:.0f} | "
-              f"{CPU['fit_map']:.1f} [{t_fit:.1f}] ({point['_optimizer']['n_iterations']}) |",
+          f"(generated in {CPU['distinct_top_k_ballots']:.1f} CPU s); load average "
+          f"{os.getloadavg()[0]:.1f}")
+    print("CPU seconds of the process (wall seconds of the fit in brackets); -log p + grad: "
+          "median CPU ms, objective on the pm.Data orders / the fits' engine (orders constant)")
+    print("| model | build | -log p + grad (ms) | MAP fit (iterations) |")
+    print("|---|---|---|---|")
+    rows = (("Plackett-Luce", lambda: models.plackett_luce_model(data), True),
+            (f"PL-anchored (tau = {TAU})", lambda: _anchored(data, TAU), True),
+            (f"older full (tau = {TAU})", lambda: models.full_model(data, tau=TAU),
+             "--old-full-fit" in sys.argv))
+    for name, build, fit in rows:
+        rm, t_model = cpu_timed(build)
+        t_plain = eval_cost(rm)[2]
+        t_eval = eval_cost(rm, engine=lambda r: fitting._map_engine(r, 10))[2]
+        cell = "not run"
+        if fit:
+            point, t_fit = timed(fitting.fit_map, rm)
+            cell = (f"{CPU['fit_map']:.1f} [{t_fit:.1f}] "
+                    f"({point['_optimizer']['n_iterations']})")
+        print(f"| {name} | {t_model:.2f} | {1e3 * t_plain:.0f} / {1e3 * t_eval:.0f} | {cell} |",
               flush=True)
-    print(f"peak memory {peak_gb():.2f} GB")
+    print(f"peak memory {peak_gb():.2f} GB; load average {os.getloadavg()[0]:.1f}")
 
 
 def type2():
@@ -137,7 +163,7 @@ def type2():
     from pm_perm.inference import map as map_module
 
     data, _ = distinct_top_k_ballots(313_430, 20, 5, rng=0)
-    rm = models.full_model(data, tau=0.0)
+    rm = _anchored(data, 0.0)
     fit, hessian = map_module.CompiledMAP.fit, laplace.negative_hessian
 
     def fit_logged(self, *a, **k):
@@ -148,16 +174,18 @@ def type2():
 
     def hessian_logged(grad, x, **k):
         H, t = timed(hessian, grad, x, **k)
-        print(f"  Hessian over {x.size} coordinates ({2 * x.size} gradients): "
+        print(f"  Hessian over {x.size} coordinates ({x.size + 1} gradients): "
               f"{CPU['negative_hessian']:.1f} CPU s ({t:.1f} s wall)", flush=True)
         return H
 
     map_module.CompiledMAP.fit, laplace.negative_hessian = fit_logged, hessian_logged
+    load = os.getloadavg()[0]
     point, t = timed(fitting.fit_map_type2, rm)
     opt = point["_optimizer"]
-    print(f"## full model, type-II MAP (the CLI's): {CPU['fit_map_type2']:.1f} CPU s ({t:.1f} s "
-          f"wall); tau = {opt['tau']}; evidence "
-          + ", ".join(f"{k:g}: {v:.1f}" for k, v in opt["log_evidence"].items()))
+    print(f"## PL-anchored model, type-II MAP (the CLI's): {CPU['fit_map_type2']:.1f} CPU s "
+          f"({t:.1f} s wall, load average {load:.1f} -> {os.getloadavg()[0]:.1f}); tau = "
+          f"{opt['tau']}; evidence " + ", ".join(f"{k:g}: {v:.1f}"
+                                                for k, v in opt["log_evidence"].items()))
 
 
 def _option(name, default):
@@ -270,8 +298,17 @@ def anchored(grid=None):
           flush=True)
 
 
+def twenty_file():
+    from pm_perm.preferences.preflib import write_preflib
+
+    path = sys.argv[sys.argv.index("twenty-file") + 1]
+    data, _ = distinct_top_k_ballots(313_430, 20, 5, rng=0)
+    print(f"wrote {write_preflib(data, path, title='twenty')}: {data.n_distinct} orders, "
+          f"{data.n_rankings} ballots")
+
+
 if __name__ == "__main__":
-    PARTS = {"twenty": twenty, "type2": type2, "millions": millions, "anchored": anchored,
-             "anchored3": lambda: anchored(grid=fitting.TAU_GRID[:3])}
+    PARTS = {"twenty-file": twenty_file, "twenty": twenty, "type2": type2, "millions": millions,
+             "anchored": anchored, "anchored3": lambda: anchored(grid=fitting.TAU_GRID[:3])}
     for part in [a for a in sys.argv[1:] if a in PARTS] or ["twenty"]:
         PARTS[part]()

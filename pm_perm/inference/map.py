@@ -81,6 +81,10 @@ class CompiledMAP:
         (a multiplicity of 10^18 makes the unscaled gradient overflow the kernels' weights).
         The optimum is the same; ``log_posterior`` in ``_info`` is unscaled. Must be positive
         and finite.
+    givens : dict, optional
+        Replacements in the compiled objective (``pytensor.function``'s ``givens``), e.g. a
+        ``pm.Data`` container that no fit changes by a constant of its value: the work that
+        depends on it alone is then done once, when the objective is compiled.
 
     Attributes
     ----------
@@ -101,7 +105,7 @@ class CompiledMAP:
     """
 
     def __init__(self, model, *, mode=PYTHON_MODE, maxiter=20_000, maxcor=10, ftol=None,
-                 gtol=None, on_failure="raise", scale=None):
+                 gtol=None, on_failure="raise", scale=None, givens=None):
         vars_ = list(model.value_vars)
         discrete = [v.name for v in vars_ if v.dtype.startswith(("int", "uint"))]
         if discrete:
@@ -117,7 +121,8 @@ class CompiledMAP:
         scale = pt.as_tensor_variable(1.0 if scale is None else scale, dtype="float64")
         loss = -model.logp(jacobian=False) / scale
         self._f = model.compile_fn([loss, _grad_raveled(loss, vars_), scale], inputs=vars_,
-                                   point_fn=False, on_unused_input="ignore", mode=mode)
+                                   point_fn=False, on_unused_input="ignore", mode=mode,
+                                   givens=givens)
         self._scale = 1.0
         self._names = [v.name for v in vars_]
         self._x = self._layout = self._ipfn = None  # the initial point: built when first needed

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, disconnected_type, grad_not_implemented
-from pytensor.graph.basic import Apply
+from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
 from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.graph.traversal import ancestors
@@ -37,7 +37,7 @@ from pytensor.tensor.rewriting.basic import register_specialize
 
 from pm_perm.kernels._version import code_version
 from pm_perm.kernels.partial_orders import check_partial_order_size
-from pm_perm.kernels.pl_tilted import pl_tilted_core
+from pm_perm.kernels.pl_tilted import orders_plan, pl_tilted_core, pl_tilted_planned
 
 __all__ = [
     "PLTiltedLoglik",
@@ -80,14 +80,27 @@ def _check_runtime(u, D, orders, weights=None):
     check_partial_order_size(M)
 
 
-def _run(u, D, orders, weights, want_grad):
+def _plan(node, orders):
+    """The orders' :func:`~pm_perm.kernels.pl_tilted.orders_plan`; parsed once and kept on the
+    graph's constant when the orders are one (e.g. a MAP engine's frozen data,
+    :func:`pm_perm.preferences.fitting.fit_map`), else parsed at each evaluation."""
+    var = node.inputs[2]
+    if not isinstance(var, Constant):
+        return orders_plan(orders)
+    plan = getattr(var.tag, "pl_tilted_plan", None)
+    if plan is None:
+        plan = var.tag.pl_tilted_plan = orders_plan(orders)
+    return plan
+
+
+def _run(node, u, D, orders, weights, want_grad):
     u = np.ascontiguousarray(u, dtype=np.float64)
     D = np.ascontiguousarray(D, dtype=np.float64)
     orders = np.ascontiguousarray(orders, dtype=np.int64)
     M, n = u.shape[0], orders.shape[0]
     w = np.zeros(n) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
     values, gu, gD = np.empty(n), np.empty(M), np.empty((M, M))
-    total = pl_tilted_core(u, D, orders, w, values, gu, gD, want_grad)
+    total = pl_tilted_planned(u, D, *_plan(node, orders), w, values, gu, gD, want_grad)
     return total, values, gu, gD
 
 
@@ -102,7 +115,7 @@ class PLTiltedLoglik(Op):
 
     def perform(self, node, inputs, output_storage):
         _check_runtime(*inputs)
-        output_storage[0][0] = _run(*inputs, None, False)[1]
+        output_storage[0][0] = _run(node, *inputs, None, False)[1]
 
     def infer_shape(self, node, input_shapes):
         return [(input_shapes[2][0],)]
@@ -131,7 +144,7 @@ class PLTiltedLoglikSumAndGrad(Op):
 
     def perform(self, node, inputs, output_storage):
         _check_runtime(*inputs)
-        total, _, gu, gD = _run(*inputs, True)
+        total, _, gu, gD = _run(node, *inputs, True)
         output_storage[0][0] = np.asarray(total, dtype=np.float64)
         output_storage[1][0] = gu
         output_storage[2][0] = gD
@@ -175,7 +188,7 @@ class PLTiltedLoglikAndGrad(Op):
 
     def perform(self, node, inputs, output_storage):
         _check_runtime(*inputs)
-        _, values, gu, gD = _run(*inputs, True)
+        _, values, gu, gD = _run(node, *inputs, True)
         output_storage[0][0] = values
         output_storage[1][0] = gu
         output_storage[2][0] = gD

@@ -14,7 +14,9 @@ import weakref
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 from pymc.util import get_default_varnames
+from pytensor.compile.sharedvalue import SharedVariable
 
 from pm_perm._progress import stage
 from pm_perm.inference import CompiledMAP, MapFitError, check_lbfgs_memory, checked_sample
@@ -94,15 +96,32 @@ def _checked_counts(counts, n):
 
 _COMPILED_MAP = weakref.WeakKeyDictionary()  # pm.Model -> CompiledMAP
 
+#: The ``pm.Data`` containers of a ranking model that no fit changes (:func:`set_counts` sets
+#: the counts, :func:`fit_map_type2` the hyperparameter): the MAP engine compiles them as
+#: constants, so the work that depends on them alone (casts, ballot lengths, the orders' parse
+#: in :mod:`pm_perm.ops.pl_tilted`) is done once per engine, not at every evaluation.
+FROZEN_DATA = ("orders",)
+
 
 def _map_engine(rm, lbfgs_memory):
     """The model's one :class:`CompiledMAP` (compiled once, reused by every MAP fit of ``rm``),
     with the L-BFGS-B memory set. A mixture's objective is per ballot, so L-BFGS-B fits counts
-    of any size."""
+    of any size. The containers :data:`FROZEN_DATA` are constants of the engine; if one has
+    been set to other values since (``pm.set_data``), a new engine is compiled."""
     engine = _COMPILED_MAP.get(rm.model)
+    frozen = {name: rm.model[name] for name in FROZEN_DATA if name in rm.model.named_vars
+              and isinstance(rm.model[name], SharedVariable)}
+    held = getattr(engine, "frozen_data", None)  # None: an engine a caller compiled and set
+    if held is not None and any(not np.array_equal(var.get_value(borrow=True), held[name])
+                                for name, var in frozen.items()):
+        engine = None
     if engine is None:
+        values = {name: var.get_value() for name, var in frozen.items()}
         engine = _COMPILED_MAP[rm.model] = CompiledMAP(
-            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None)
+            rm.model, scale=rm.data.n_rankings if rm.components > 1 else None,
+            givens={var: pt.constant(values[name], dtype=var.type.dtype)
+                    for name, var in frozen.items()})
+        engine.frozen_data = values
     engine.options["maxcor"] = check_lbfgs_memory(lbfgs_memory)
     return engine
 
@@ -258,7 +277,7 @@ def fit_map_type2(rm, *, grid=None, seed=0, n_starts=1, maxiter=20_000, lbfgs_me
             if keep is None:
                 keep = _order_model_coordinates(engine)
 
-            H = _negative_hessian(engine, x, keep, name == "tau" and t == 0.0)
+            H = _negative_hessian(engine, x, keep, name == "tau" and t == 0.0, rm=rm)
         log_post = point["_info"]["log_posterior"]
         evidence[t] = laplace_log_evidence(log_post, H) if _positive_definite(H) else -np.inf
         if best is None or evidence[t] > evidence[best[0]]:
@@ -499,7 +518,7 @@ def _start_stage(s, n_starts):
 HESSIAN_SCHEME = "forward"
 
 
-def _negative_hessian(engine, x, keep, prior_only_deviation):
+def _negative_hessian(engine, x, keep, prior_only_deviation, rm=None):
     """The Hessian of ``-log p`` over the coordinates ``keep`` of the raveled point ``x``, by
     finite differences of the exact gradient (:data:`HESSIAN_SCHEME`: ``n + 1`` gradient
     evaluations for ``n`` coordinates by forward differences, ``2 n`` by central ones).
@@ -510,7 +529,11 @@ def _negative_hessian(engine, x, keep, prior_only_deviation):
     gradient depends on ``delta_raw``. Its block of the Hessian is then exactly the identity
     and its cross terms zero (what the differences give, up to rounding), so only the other
     coordinates are differenced: on 20 items 19 + 1 gradient evaluations instead of
-    380 + 1 (forward differences)."""
+    380 + 1 (forward differences).
+
+    ``rm`` a PL-anchored model (:mod:`~pm_perm.preferences.anchored`): the gradients are
+    :func:`~pm_perm.preferences.anchored.log_p_gradient`'s (no work per order), the same
+    numbers up to rounding."""
     from pm_perm.inference.laplace import negative_hessian
 
     skip = np.zeros(x.size, dtype=bool)
@@ -522,9 +545,17 @@ def _negative_hessian(engine, x, keep, prior_only_deviation):
             start += size
     diff = keep[~skip[keep]]
 
+    log_p_grad = None
+    if rm is not None and rm.family == ANCHORED:
+        from pm_perm.preferences.anchored import log_p_gradient
+
+        log_p_grad = log_p_gradient(rm, engine)
+
     def grad(z):  # of log p, unscaled (a mixture's engine objective is per ballot)
         full = x.copy()
         full[diff] = z
+        if log_p_grad is not None:
+            return log_p_grad(full)[diff]
         return -engine.value_and_grad(full)[1][diff] * engine.scale
 
     where = np.flatnonzero(~skip[keep])

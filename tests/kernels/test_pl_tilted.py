@@ -113,3 +113,40 @@ def test_bad_input_names_what_is_wrong():
     total = pl_tilted_core(np.array([np.inf, 0, 0]), np.zeros((3, 3)),
                            np.array([[0, 1, 2]]), np.ones(1), values, gu, gD, True)
     assert np.isnan(total) and np.isnan(values).all() and np.isnan(gD).all()
+
+
+def test_the_plan_parses_each_order_once_into_its_distinct_sets():
+    """orders_plan: the items before each row's last block, the lengths' codes for invalid and
+    middle-tie rows, and each position's set of unplaced items as an index into the distinct
+    sets; the likelihood on the plan is the same whether a set's terms are met once or by many
+    rows (a row repeated with its weight split gives the same total and gradient)."""
+    from pm_perm.kernels.pl_tilted import INVALID, MIDDLE_TIE, orders_plan, pl_tilted_planned
+
+    M = 4
+    orders = np.array([[1, 0, 3, 2],     # complete: items 1, 0, 3 before the last item 2
+                       [0, -1, 1, -1],   # top-2: items 0, 2; last block {1, 3}
+                       [0, 1, 1, 1],     # a tie at the end: item 0; last block {1, 2, 3}
+                       [0, 1, 1, 3],     # a tie in the middle
+                       [0, 0, 5, 1],     # not rank form
+                       [0, -1, 1, -1]])  # the second row again
+    items, lengths, set_ids, last_ids, sets = orders_plan(orders)
+    assert lengths.tolist() == [3, 2, 1, MIDDLE_TIE, INVALID, 2]
+    assert items[0, :3].tolist() == [1, 0, 3] and items[1, :2].tolist() == [0, 2]
+    assert len(set(sets.tolist())) == len(sets)
+    full = 0b1111
+    assert [sets[t] for t in set_ids[0, :3]] == [full, full ^ 0b10, full ^ 0b11]
+    assert [sets[last_ids[k]] for k in (0, 1, 2, 5)] == [0b100, 0b1010, 0b1110, 0b1010]
+    assert set_ids[5, :2].tolist() == set_ids[1, :2].tolist()
+    rng = np.random.default_rng(3)
+    u, D = rng.normal(size=M), rng.normal(size=(M, M))
+    w = np.array([2.0, 1.0, 3.0, 0.0, 0.0, 4.0])
+    out = [np.empty(6), np.empty(M), np.empty((M, M))]
+    total = pl_tilted_planned(u, D, items, lengths, set_ids, last_ids, sets, w, *out, True)
+    assert out[0][4] == -np.inf and np.isnan(out[0][3])
+    np.testing.assert_allclose(out[0][[0, 1, 2, 5]],
+                               _enum(u, D, orders[[0, 1, 2, 5]]), rtol=1e-10, atol=1e-10)
+    one = orders[[0, 1, 2]]
+    t1, gu1, gD1 = pl_tilted_loglik_and_grad(u, D, one, np.array([2.0, 5.0, 3.0]))
+    np.testing.assert_allclose(total, t1, rtol=1e-13)
+    np.testing.assert_allclose(out[1], gu1, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out[2], gD1, rtol=1e-12, atol=1e-12)

@@ -79,3 +79,29 @@ def test_values_and_data_weighted_gradient_share_one_kernel_run(mode):
     for a, b in zip(f(u0, D0), unfused(u0, D0), strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(f(u0, D0)[0], kernel_loglik(u0, D0, orders), rtol=1e-12)
+
+
+def test_constant_orders_are_parsed_once_per_graph(monkeypatch):
+    """Orders that are a constant of the graph (a MAP engine's frozen data) are parsed into
+    their plan once, kept on the constant, and give the values and gradients of the same
+    orders given as a variable."""
+    import pm_perm.ops.pl_tilted as ops
+
+    u0, D0, orders, w = _inputs(4, seed=5)
+    calls = []
+    real = ops.orders_plan
+    monkeypatch.setattr(ops, "orders_plan", lambda o: (calls.append(1), real(o))[1])
+    u, D, o = pt.vector("u"), pt.matrix("D"), pt.lmatrix("o")
+    outs = {}
+    for name, given in (("variable", o), ("constant", pt.constant(orders))):
+        total = pl_tilted_loglik_sum(u, D, given, w)
+        values = pl_tilted_loglik(u, D, given)
+        f = pytensor.function([u, D, o], [values, *pytensor.grad(total, [u, D])],
+                              mode="FAST_COMPILE", on_unused_input="ignore")
+        calls.clear()
+        outs[name] = [f(u0 + s, D0, orders) for s in (0.0, 0.5, 1.0)]
+        outs[name + " parses"] = len(calls)
+    assert outs["variable parses"] == 2 * 3 and outs["constant parses"] == 1
+    for a, b in zip(outs["variable"], outs["constant"], strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)

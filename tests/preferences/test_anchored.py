@@ -187,3 +187,27 @@ def test_deviations_must_be_named():
     data = simulate_rankings(20, utilities=[1.0, 0.0, -1.0], rng=0)
     with pytest.raises(ValueError, match=r"deviations must be one of \('full', 'rank-one'\)"):
         pl_anchored_model(data, deviations="rank_one")
+
+
+@pytest.mark.parametrize("deviations", ["full", "rank-one"])
+def test_the_hessians_gradient_is_the_engines_without_work_per_order(deviations):
+    """log_p_gradient (the type-II fit's Laplace differences: priors and the Jacobian of (u, D)
+    from a small graph, the likelihood from the kernel on the orders' summed weights) is the
+    MAP engine's gradient of log p, at new counts too, and gives the same Hessian."""
+    from pm_perm.preferences.anchored import log_p_gradient
+
+    data = simulate_rankings(120, utilities=np.linspace(1, -1, M), length_probs=LENGTHS, rng=6)
+    rm = pl_anchored_model(data, tau=0.4, deviations=deviations)
+    engine = rfit._map_engine(rm, 10)
+    x = engine.x + np.random.default_rng(2).normal(0, 0.3, engine.x.size)
+    keep = rfit._order_model_coordinates(engine)
+    for counts in (data.counts, data.counts * 3 + 1):
+        rfit.set_counts(rm, counts)
+        want = -engine.value_and_grad(x)[1] * engine.scale
+        np.testing.assert_allclose(log_p_gradient(rm, engine)(x)[keep], want[keep],
+                                   rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(rfit._negative_hessian(engine, x, keep, False, rm=rm),
+                               rfit._negative_hessian(engine, x, keep, False),
+                               rtol=1e-8, atol=1e-8)
+    with pytest.raises(ValueError, match="needs a model of pl_anchored_model"):
+        log_p_gradient(rmod.plackett_luce_model(data), engine)

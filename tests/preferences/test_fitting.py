@@ -261,3 +261,31 @@ def test_mixture_evidence_is_of_the_unscaled_log_posterior():
     assert log_post == pytest.approx(point["_optimizer"]["log_posterior"], rel=1e-12)
     expected = laplace_log_evidence(log_post, negative_hessian(grad, x[keep]))
     assert point["_optimizer"]["log_evidence"][0.25] == pytest.approx(expected, abs=1e-3)
+
+
+def test_the_map_engine_compiles_the_orders_as_a_constant_and_follows_a_change():
+    """The fits' engine compiles the ``orders`` container as a constant (its data-only work
+    done once) with the model's objective; new counts keep the engine, orders set to other
+    values (``pm.set_data``) compile a new one that sees them."""
+    from pm_perm.preferences.anchored import pl_anchored_model
+
+    data = simulate_rankings(80, utilities=[1.0, 0.3, -0.2, -1.1], length_probs=LENGTHS, rng=4)
+    rm = pl_anchored_model(data, tau=0.25)
+    engine = rfit._map_engine(rm, 10)
+    np.testing.assert_array_equal(engine.frozen_data["orders"], data.orders)
+    plain = CompiledMAP(rm.model)  # the objective on the pm.Data orders
+    x = engine.x + np.random.default_rng(0).normal(0, 0.3, engine.x.size)
+    plain.x = engine.x  # the same raveled layout
+
+    def same(a, b):
+        (va, ga), (vb, gb) = a.value_and_grad(x), b.value_and_grad(x)
+        return va == pytest.approx(vb, rel=1e-12) and np.allclose(ga, gb, rtol=1e-10, atol=1e-10)
+
+    assert same(engine, plain)
+    rfit.set_counts(rm, data.counts * 2)
+    assert rfit._map_engine(rm, 10) is engine and same(engine, plain)
+    pm.set_data({"orders": data.orders[::-1]}, model=rm.model)  # other orders, same counts
+    new = rfit._map_engine(rm, 10)
+    assert new is not engine and rfit._COMPILED_MAP[rm.model] is new
+    new.x = engine.x
+    assert same(new, plain) and not same(engine, plain)
