@@ -64,13 +64,16 @@ def nav_pages() -> list[str]:
 
 
 # page -> why it is slow (measured on the shared 2-core machine, one thread, warm caches)
-# (the pages run in parallel, one xdist unit each; these three were the costliest units of a run
+# (the pages run in parallel, one xdist unit each; these were the costliest units of a run
 # on empty compile caches, 2026-11-29: 720, 409 and 209 s of wall time at load 10, 88 CPU s for
 # checking.md; their subjects are tested in tests/cli/ and tests/distributions/test_mixture.py)
 SLOW_PAGES: dict[str, str] = {
     "guide/preferences.md": "the CLI's MAP, NUTS and mixture fits in a dozen processes",
     "guide/checking.md": "NUTS on four ranking models, LOO and posterior predictive draws",
     "howto/beyond_exact_limit.md": "Bethe and sampled approximations at M = 30-60 on numba",
+    "guide/count_labels.md": "NUTS on three count-label models (163 s at load 10)",
+    "guide/mallows.md": "the latent-consensus sampler, Mallows mixtures and partial data (123 s)",
+    "howto/count_prior.md": "NUTS with and without a count prior (85 s)",
 }
 RUN_LANGS = {"python", "bash"}
 FENCE = re.compile(r"^```\s*([\w+-]*)\s*$")

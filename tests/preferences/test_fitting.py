@@ -207,6 +207,8 @@ def test_posterior_params_names_a_parameter_of_another_family():
         rfit.posterior_params({"W": np.zeros((1, 4, 4))}, "rank-one")
 
 
+# several compiled engines (67 s of wall time on empty compile caches at load 10): --runslow
+@pytest.mark.slow
 def test_fit_map_keeps_the_best_start_and_counts_the_converged_ones(monkeypatch):
     """fit_map and fit_map_type2 share one multi-start loop: the best log posterior over the
     starts that converge, a start that fails skipped and counted out."""

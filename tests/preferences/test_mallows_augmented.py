@@ -95,7 +95,9 @@ def _sample(distance, seed):
 
 @pytest.mark.numba  # NUTS and a permutation step: compiled code wins (tests/conftest.py)
 @pytest.mark.parametrize("distance, exact", [
-    ("cayley", _enumerated),
+    # NUTS + a permutation step on latent rankings: 126 s of wall time on empty compile caches
+    # at load 10 (the route's logp and consistency are tested below): --runslow
+    pytest.param("cayley", _enumerated, marks=pytest.mark.slow),
     # the same recipe, other distances: slow (5-17 s each), run with --runslow
     pytest.param("ulam", _enumerated, marks=pytest.mark.slow),
     pytest.param("footrule", _with_mallows_partial, marks=pytest.mark.slow)])
