@@ -32,7 +32,8 @@ def test_at_tau_zero_the_fit_is_the_plackett_luce_fit():
                                plackett_luce_loglik(pl["u"][0], data.orders), atol=2e-3)
 
 
-# two type-II grids (62 s of wall time on empty compile caches at load 10; the rank-one tilt's test below covers the same rule): --runslow
+# two type-II grids (62 s of wall time on empty compile caches at load 10; the rank-one
+# tilt's test below covers the same rule): --runslow
 @pytest.mark.slow
 def test_evidence_keeps_plackett_luce_data_at_small_tau_and_finds_a_departure():
     taus = (0.0, 0.0625, 0.5, 2.0)
