@@ -50,19 +50,6 @@ from pm_perm.preferences import RankingData, fitting, models
 M, K = 100, 10
 
 
-def best_cpu_time(fn, repeats):
-    """Best CPU time (``time.process_time``) of ``repeats`` calls of ``fn()`` after a warm-up:
-    on a loaded machine the wall time of a call longer than a scheduler slice includes the
-    time other processes ran."""
-    fn()
-    best = np.inf
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
-
-
 def generate(n_train, n_heldout, seed):
     """Training and held-out ballots (rank form) from the 3-bloc top-10 mixture."""
     rng = np.random.default_rng(seed)
@@ -113,7 +100,7 @@ def main(argv=None):
     f = pytensor.function([L], [tot, pt.grad(tot, L)])
     t_op = best_time(lambda: f(Lv), 20)
     t_kernel = best_time(lambda: top_k_loglik_and_grad(Lv, train.orders, counts), 20)
-    cpu_op = best_cpu_time(lambda: f(Lv), 20)
+    cpu_op = best_time(lambda: f(Lv), 20, timer=time.process_time)
     print(f"(a) log-likelihood + gradient, {train.n_distinct} distinct ballots: compiled Op "
           f"{t_op * 1e3:.1f} ms (CPU {cpu_op * 1e3:.1f} ms), kernel from Python (with "
           f"validation) {t_kernel * 1e3:.1f} ms")
